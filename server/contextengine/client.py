@@ -1,0 +1,304 @@
+"""A small async Python client over the generated stubs.
+
+    async with ContextEngineClient("127.0.0.1:50151") as ce:
+        session = await ce.create_session("my-app", "user-1")
+        await ce.append_event("my-app", "user-1", session.id, event)
+
+Every call has a deadline (``timeout``). Calls that are safe to repeat are retried with backoff
+after UNAVAILABLE (and DEADLINE_EXCEEDED for reads): every read, and appends, which are idempotent
+because the client gives each event an id (and a timestamp) before the first attempt. Errors are
+raised as :class:`RpcError` with the gRPC code and the server's ``ErrorInfo`` reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from contextengine.core.structs import dict_to_struct
+from contextengine.v1 import (
+    config_pb2,
+    event_pb2,
+    session_pb2,
+    session_service_pb2_grpc,
+)
+from contextengine.v1 import (
+    session_service_pb2 as pb,
+)
+
+T = TypeVar("T")
+
+_RETRYABLE_WRITE = frozenset({grpc.StatusCode.UNAVAILABLE})
+_RETRYABLE_READ = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+
+class RpcError(Exception):
+    """A failed call: the gRPC ``code``, the ``ErrorInfo`` ``reason`` ('' when the failure came
+    from the transport) and its ``metadata``."""
+
+    def __init__(
+        self, code: grpc.StatusCode, message: str, reason: str, metadata: Mapping[str, str]
+    ) -> None:
+        super().__init__(f"{code.name}: {message}" + (f" [{reason}]" if reason else ""))
+        self.code = code
+        self.message = message
+        self.reason = reason
+        self.metadata = dict(metadata)
+
+
+async def _to_rpc_error(err: grpc.aio.AioRpcError) -> RpcError:
+    reason = ""
+    metadata: dict[str, str] = {}
+    try:
+        status = rpc_status.from_call(err)
+    except ValueError:
+        status = None
+    if status is not None:
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                reason = info.reason
+                metadata = dict(info.metadata)
+                break
+    return RpcError(err.code(), err.details() or "", reason, metadata)
+
+
+class ContextEngineClient:
+    """An async client for one sidecar. Use as an async context manager or call ``close``."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float = 10.0,
+        attempts: int = 4,
+        max_message_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self.target = target
+        self.timeout = timeout
+        self.attempts = attempts
+        self._channel = grpc.aio.insecure_channel(
+            target,
+            options=[
+                ("grpc.max_receive_message_length", max_message_bytes),
+                ("grpc.max_send_message_length", max_message_bytes),
+                ("grpc.keepalive_time_ms", 30_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+            ],
+        )
+        self._sessions = session_service_pb2_grpc.SessionServiceStub(self._channel)
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        return self._channel
+
+    async def __aenter__(self) -> ContextEngineClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def wait_ready(self, seconds: float = 10.0) -> None:
+        """Waits until the channel is connected (raises TimeoutError)."""
+        async with asyncio.timeout(seconds):
+            await self._channel.channel_ready()
+
+    async def _call(
+        self,
+        fn: Callable[[], Awaitable[T]],
+        retry_on: frozenset[grpc.StatusCode],
+    ) -> T:
+        delay = 0.05
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return await fn()
+            except grpc.aio.AioRpcError as err:
+                if err.code() not in retry_on or attempt == self.attempts:
+                    raise await _to_rpc_error(err) from None
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 2.0)
+        raise AssertionError("unreachable")
+
+    # Sessions ------------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str = "",
+        state: Mapping[str, Any] | None = None,
+    ) -> session_pb2.Session:
+        """Creates a session (not retried: a retry could hit ALREADY_EXISTS)."""
+        request = pb.CreateSessionRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            state=dict_to_struct(state or {}),
+        )
+        response = await self._call(
+            lambda: self._sessions.CreateSession(request, timeout=self.timeout), frozenset()
+        )
+        return response.session
+
+    async def get_session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+        after_sequence: int | None = None,
+    ) -> session_pb2.Session:
+        request = pb.GetSessionRequest(app_name=app_name, user_id=user_id, session_id=session_id)
+        if num_recent_events is not None:
+            request.num_recent_events = num_recent_events
+        if after_timestamp is not None:
+            request.after_timestamp = after_timestamp
+        if after_sequence is not None:
+            request.after_sequence = after_sequence
+        response = await self._call(
+            lambda: self._sessions.GetSession(request, timeout=self.timeout), _RETRYABLE_READ
+        )
+        return response.session
+
+    async def list_sessions(
+        self, app_name: str, user_id: str = "", *, page_size: int = 0
+    ) -> AsyncIterator[session_pb2.Session]:
+        """All sessions of the app (or of one user), page by page."""
+        token = ""
+        while True:
+            request = pb.ListSessionsRequest(
+                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+            )
+            response = await self._call(
+                lambda r=request: self._sessions.ListSessions(r, timeout=self.timeout),  # type: ignore[misc]
+                _RETRYABLE_READ,
+            )
+            for session in response.sessions:
+                yield session
+            token = response.next_page_token
+            if not token:
+                return
+
+    async def delete_session(
+        self, app_name: str, user_id: str, session_id: str, *, allow_missing: bool = False
+    ) -> bool:
+        request = pb.DeleteSessionRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id, allow_missing=allow_missing
+        )
+        response = await self._call(
+            lambda: self._sessions.DeleteSession(request, timeout=self.timeout), frozenset()
+        )
+        return response.deleted
+
+    # Events --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _prepare(event: event_pb2.Event) -> event_pb2.Event:
+        """A copy with an id and a timestamp, so that retries are exact replays."""
+        out = event_pb2.Event()
+        out.CopyFrom(event)
+        if not out.id:
+            out.id = str(uuid.uuid4())
+        if out.timestamp == 0.0:
+            out.timestamp = time.time()
+        return out
+
+    async def append_event(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: event_pb2.Event,
+        *,
+        expected_last_sequence: int | None = None,
+    ) -> pb.AppendEventResponse:
+        """Appends one event; retried safely (idempotent by the event id)."""
+        request = pb.AppendEventRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id, event=self._prepare(event)
+        )
+        if expected_last_sequence is not None:
+            request.expected_last_sequence = expected_last_sequence
+        return await self._call(
+            lambda: self._sessions.AppendEvent(request, timeout=self.timeout), _RETRYABLE_WRITE
+        )
+
+    async def append_events(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: Sequence[event_pb2.Event],
+        *,
+        expected_last_sequence: int | None = None,
+    ) -> pb.AppendEventsResponse:
+        """Appends events atomically; retried safely (idempotent by event ids)."""
+        request = pb.AppendEventsRequest(app_name=app_name, user_id=user_id, session_id=session_id)
+        request.events.extend(self._prepare(e) for e in events)
+        if expected_last_sequence is not None:
+            request.expected_last_sequence = expected_last_sequence
+        return await self._call(
+            lambda: self._sessions.AppendEvents(request, timeout=self.timeout), _RETRYABLE_WRITE
+        )
+
+    async def list_events(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        page_size: int = 0,
+    ) -> AsyncIterator[event_pb2.Event]:
+        """Events after ``after_sequence`` in log order, page by page."""
+        token = ""
+        while True:
+            request = pb.ListEventsRequest(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                after_sequence=after_sequence,
+                page_size=page_size,
+                page_token=token,
+            )
+            response = await self._call(
+                lambda r=request: self._sessions.ListEvents(r, timeout=self.timeout),  # type: ignore[misc]
+                _RETRYABLE_READ,
+            )
+            for event in response.events:
+                yield event
+            token = response.next_page_token
+            if not token:
+                return
+
+    # App configuration ---------------------------------------------------------------------
+
+    async def get_app_config(self, app_name: str) -> config_pb2.AppConfig:
+        request = pb.GetAppConfigRequest(app_name=app_name)
+        response = await self._call(
+            lambda: self._sessions.GetAppConfig(request, timeout=self.timeout), _RETRYABLE_READ
+        )
+        return response.config
+
+    async def update_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
+        request = pb.UpdateAppConfigRequest(config=config)
+        response = await self._call(
+            lambda: self._sessions.UpdateAppConfig(request, timeout=self.timeout),
+            _RETRYABLE_WRITE,
+        )
+        return response.config

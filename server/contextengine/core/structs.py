@@ -1,0 +1,72 @@
+"""Conversions between ``google.protobuf.Struct``/``Value`` and plain JSON values.
+
+Strict: a ``Value`` without a kind or with a non-finite number is not JSON and is rejected with
+INVALID_STATE, naming the offending path. Integral numbers come back as ``int`` (JSON has one
+number type; protobuf stores doubles, so integers beyond 2**53 lose precision).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import struct_pb2
+
+from contextengine.errors import invalid
+
+
+def struct_to_dict(struct: struct_pb2.Struct, field_name: str) -> dict[str, Any]:
+    return {
+        key: value_to_python(value, f"{field_name}.{key}") for key, value in struct.fields.items()
+    }
+
+
+def value_to_python(value: struct_pb2.Value, path: str) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "null_value":
+        return None
+    if kind == "number_value":
+        number = value.number_value
+        if not math.isfinite(number):
+            raise invalid("INVALID_STATE", path, f"{path} is {number}, which is not valid JSON")
+        if number.is_integer() and abs(number) < 2**53:
+            return int(number)
+        return number
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return struct_to_dict(value.struct_value, path)
+    if kind == "list_value":
+        return [value_to_python(v, f"{path}[{i}]") for i, v in enumerate(value.list_value.values)]
+    raise invalid("INVALID_STATE", path, f"{path} has no value (not valid JSON)")
+
+
+def dict_to_struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    for key, value in data.items():
+        python_to_value(value, out.fields[key])
+    return out
+
+
+def python_to_value(data: Any, out: struct_pb2.Value) -> None:
+    if data is None:
+        out.null_value = struct_pb2.NULL_VALUE
+    elif isinstance(data, bool):
+        out.bool_value = data
+    elif isinstance(data, (int, float)):
+        out.number_value = float(data)
+    elif isinstance(data, str):
+        out.string_value = data
+    elif isinstance(data, Mapping):
+        out.struct_value.SetInParent()
+        for key, value in data.items():
+            python_to_value(value, out.struct_value.fields[str(key)])
+    elif isinstance(data, (list, tuple)):
+        out.list_value.SetInParent()
+        for item in data:
+            python_to_value(item, out.list_value.values.add())
+    else:
+        raise TypeError(f"not a JSON value: {type(data).__name__}")

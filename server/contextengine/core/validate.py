@@ -1,0 +1,147 @@
+"""Request validation shared by every RPC: ids, events, state, configs. Pure; raises
+:class:`contextengine.errors.ContextEngineError` with an INVALID_ARGUMENT reason."""
+
+from __future__ import annotations
+
+import math
+
+from contextengine.core.state import validate_state
+from contextengine.core.structs import struct_to_dict
+from contextengine.errors import invalid
+from contextengine.v1 import config_pb2, event_pb2
+
+MAX_ID_CHARS = 256
+
+
+def _has_control_chars(value: str) -> bool:
+    return any(ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in value)
+
+
+def check_id(value: str, field: str, *, required: bool = True) -> None:
+    """Ids are non-empty (when required), at most 256 characters, without control characters
+    and without surrounding whitespace."""
+    if not value:
+        if required:
+            raise invalid("MISSING_FIELD", field, f"{field} is required")
+        return
+    if len(value) > MAX_ID_CHARS:
+        raise invalid(
+            "INVALID_ID", field, f"{field} is {len(value)} characters long (max {MAX_ID_CHARS})"
+        )
+    if _has_control_chars(value):
+        raise invalid("INVALID_ID", field, f"{field} contains control characters")
+    if value != value.strip():
+        raise invalid("INVALID_ID", field, f"{field} has leading or trailing whitespace")
+
+
+def check_session_address(app_name: str, user_id: str, session_id: str) -> None:
+    check_id(app_name, "app_name")
+    check_id(user_id, "user_id")
+    check_id(session_id, "session_id")
+
+
+def check_event(event: event_pb2.Event, field: str = "event") -> None:
+    """What an event must satisfy to be appended."""
+    if not event.author:
+        raise invalid("MISSING_FIELD", f"{field}.author", f"{field}.author is required")
+    check_id(event.author, f"{field}.author")
+    check_id(event.id, f"{field}.id", required=False)
+    check_id(event.invocation_id, f"{field}.invocation_id", required=False)
+    if event.HasField("branch"):
+        check_id(event.branch, f"{field}.branch", required=False)
+    if not math.isfinite(event.timestamp) or event.timestamp < 0:
+        raise invalid(
+            "INVALID_EVENT",
+            f"{field}.timestamp",
+            f"{field}.timestamp must be a finite number of seconds >= 0",
+        )
+    if event.actions.HasField("state_delta"):
+        validate_state(
+            struct_to_dict(event.actions.state_delta, f"{field}.actions.state_delta"),
+            f"{field}.actions.state_delta",
+        )
+
+
+def check_compaction_config(cfg: config_pb2.EventsCompactionConfig, field: str) -> None:
+    """ADK's ``EventsCompactionConfig`` rules: pairs set together, at least one pair, bounds."""
+    has = cfg.HasField
+    if has("compaction_interval") and cfg.compaction_interval <= 0:
+        raise invalid(
+            "INVALID_COMPACTION_CONFIG",
+            f"{field}.compaction_interval",
+            "compaction_interval must be greater than 0",
+        )
+    if has("overlap_size") and cfg.overlap_size < 0:
+        raise invalid(
+            "INVALID_COMPACTION_CONFIG",
+            f"{field}.overlap_size",
+            "overlap_size must be greater than or equal to 0",
+        )
+    if has("token_threshold") and cfg.token_threshold <= 0:
+        raise invalid(
+            "INVALID_COMPACTION_CONFIG",
+            f"{field}.token_threshold",
+            "token_threshold must be greater than 0",
+        )
+    if has("event_retention_size") and cfg.event_retention_size < 0:
+        raise invalid(
+            "INVALID_COMPACTION_CONFIG",
+            f"{field}.event_retention_size",
+            "event_retention_size must be greater than or equal to 0",
+        )
+    if has("token_threshold") != has("event_retention_size"):
+        raise invalid(
+            "INVALID_COMPACTION_CONFIG",
+            f"{field}.token_threshold",
+            "token_threshold and event_retention_size must be set together",
+        )
+    if has("compaction_interval") != has("overlap_size"):
+        raise invalid(
+            "INVALID_COMPACTION_CONFIG",
+            f"{field}.compaction_interval",
+            "compaction_interval and overlap_size must be set together",
+        )
+    if not has("compaction_interval") and not has("token_threshold"):
+        raise invalid(
+            "INVALID_COMPACTION_CONFIG",
+            field,
+            "At least one compaction trigger must be configured: either "
+            "(compaction_interval and overlap_size) or (token_threshold and event_retention_size)",
+        )
+
+
+def check_cache_config(cfg: config_pb2.ContextCacheConfig, field: str) -> None:
+    """ADK's ``ContextCacheConfig`` bounds."""
+    if cfg.HasField("cache_intervals") and not 1 <= cfg.cache_intervals <= 100:
+        raise invalid(
+            "INVALID_CACHE_CONFIG",
+            f"{field}.cache_intervals",
+            "cache_intervals must be between 1 and 100",
+        )
+    if cfg.HasField("ttl_seconds") and cfg.ttl_seconds <= 0:
+        raise invalid(
+            "INVALID_CACHE_CONFIG", f"{field}.ttl_seconds", "ttl_seconds must be greater than 0"
+        )
+    if cfg.HasField("min_tokens") and cfg.min_tokens < 0:
+        raise invalid(
+            "INVALID_CACHE_CONFIG",
+            f"{field}.min_tokens",
+            "min_tokens must be greater than or equal to 0",
+        )
+
+
+def check_app_config(cfg: config_pb2.AppConfig) -> None:
+    check_id(cfg.app_name, "config.app_name")
+    if cfg.HasField("events_compaction_config"):
+        check_compaction_config(cfg.events_compaction_config, "config.events_compaction_config")
+    if cfg.HasField("context_cache_config"):
+        check_cache_config(cfg.context_cache_config, "config.context_cache_config")
+
+
+def check_page_size(page_size: int, field: str = "page_size") -> int:
+    """AIP-158: 0 means the default (100), larger values are coerced to 1000, negative fails."""
+    if page_size < 0:
+        raise invalid("INVALID_ARGUMENT", field, f"{field} must not be negative")
+    if page_size == 0:
+        return 100
+    return min(page_size, 1000)

@@ -1,0 +1,157 @@
+"""Builds, starts and stops the gRPC sidecar: services, health, reflection, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from contextengine.service._handlers import generic_handler
+from contextengine.service.session_service import SessionServicer
+from contextengine.store import EventStore
+from contextengine.v1 import session_service_pb2
+
+_LOG = logging.getLogger("contextengine.server")
+
+DEFAULT_PORT = 50151
+DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
+DEFAULT_DB = "contextengine.db"
+MEMORY_DB = ":memory:"
+
+SERVICES = (session_service_pb2.DESCRIPTOR.services_by_name["SessionService"],)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How the sidecar runs. Defaults are what ``contextengine serve`` uses without flags."""
+
+    #: ``host:port`` (port 0 picks a free port) or ``unix:/path/to.sock``
+    listen: str = DEFAULT_LISTEN
+    #: SQLite file path, or ``:memory:`` for a non-persistent in-process store
+    db: str = DEFAULT_DB
+    #: "normal": survives a crash of the process; "full": also survives power loss (slower)
+    durability: Literal["normal", "full"] = "normal"
+    #: largest accepted request; larger ones fail with RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE
+    max_request_bytes: int = 4 * 1024 * 1024
+    #: seconds in-flight RPCs get to finish on shutdown
+    grace_seconds: float = 10.0
+
+
+def open_store(db: str, durability: Literal["normal", "full"] = "normal") -> EventStore:
+    """The store for ``db``: in-memory for ``:memory:``, else a SQLite file."""
+    if db == MEMORY_DB:
+        from contextengine.store.memory import MemoryStore
+
+        return MemoryStore()
+    from contextengine.store.sqlite import SqliteStore
+
+    return SqliteStore(db, durability=durability)
+
+
+class ContextEngineServer:
+    """One running sidecar. ``start`` binds and serves; ``stop`` drains and closes the store."""
+
+    def __init__(self, settings: ServerSettings, store: EventStore | None = None) -> None:
+        self.settings = settings
+        self.store = store if store is not None else open_store(settings.db, settings.durability)
+        self._server: grpc.aio.Server | None = None
+        self._health = health.aio.HealthServicer()
+        self._port = 0
+        self._stopped = False
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port (0 for a unix socket)."""
+        return self._port
+
+    @property
+    def target(self) -> str:
+        """What a client passes to ``grpc.aio.insecure_channel``."""
+        listen = self.settings.listen
+        if listen.startswith("unix:"):
+            return listen
+        host = listen.rsplit(":", 1)[0]
+        return f"{host}:{self._port}"
+
+    async def start(self) -> None:
+        await self.store.open()
+        limit = self.settings.max_request_bytes
+        server = grpc.aio.server(
+            options=[
+                # The transport accepts up to twice the limit so that oversized requests reach our
+                # own check and get an ErrorInfo; beyond that gRPC itself answers
+                # RESOURCE_EXHAUSTED.
+                ("grpc.max_receive_message_length", 2 * limit),
+                ("grpc.max_send_message_length", -1),
+                ("grpc.keepalive_time_ms", 30_000),
+                ("grpc.keepalive_timeout_ms", 10_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+                ("grpc.http2.max_pings_without_data", 0),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        servicer = SessionServicer(self.store)
+        server.add_generic_rpc_handlers(
+            tuple(generic_handler(svc, servicer, limit) for svc in SERVICES)
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        names = [svc.full_name for svc in SERVICES]
+        reflection.enable_server_reflection(
+            [
+                *names,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ],
+            server,
+        )
+        self._port = server.add_insecure_port(self.settings.listen)
+        if self.settings.listen.startswith("unix:"):
+            self._port = 0
+        await server.start()
+        self._server = server
+        for name in ["", *names]:
+            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        _LOG.info("serving on %s (db=%s)", self.target, self.settings.db)
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Graceful shutdown: health goes NOT_SERVING, new RPCs are refused, in-flight RPCs get
+        ``grace`` seconds to finish, then the store flushes and closes. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        await self._health.enter_graceful_shutdown()
+        if self._server is not None:
+            await self._server.stop(self.settings.grace_seconds if grace is None else grace)
+        await self.store.close()
+        _LOG.info("stopped")
+
+    async def wait_for_termination(self) -> None:
+        if self._server is not None:
+            await self._server.wait_for_termination()
+
+
+async def serve(settings: ServerSettings, port_file: Path | None = None) -> None:
+    """Runs until SIGTERM or SIGINT, then shuts down gracefully."""
+    server = ContextEngineServer(settings)
+    await server.start()
+    if port_file is not None:
+        tmp = port_file.with_suffix(port_file.suffix + ".tmp")
+        tmp.write_text(f"{server.port}\n")
+        tmp.replace(port_file)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+        _LOG.info("shutting down")
+    finally:
+        await server.stop()

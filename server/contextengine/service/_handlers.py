@@ -1,0 +1,160 @@
+"""Builds gRPC method handlers for a servicer, with the cross-cutting behaviour every RPC shares.
+
+Done once per service at start-up (no per-call interceptor dispatch):
+
+* the request size limit, checked on the raw bytes (RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE with
+  an ErrorInfo, instead of the transport's bare status);
+* undecodable requests become INVALID_ARGUMENT instead of INTERNAL;
+* :class:`ContextEngineError` becomes a status with ErrorInfo; any other exception becomes
+  INTERNAL (logged with its traceback);
+* one log line per RPC: method, status code, duration, peer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf import descriptor, message, message_factory
+
+from contextengine.errors import ContextEngineError
+from contextengine.service._status import internal_error, to_status
+
+_LOG = logging.getLogger("contextengine.rpc")
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+@dataclass(frozen=True)
+class _Rejected:
+    """Stands in for a request that could not be accepted; the behaviour turns it into an error."""
+
+    error: ContextEngineError
+
+
+def _deserializer(cls: type[message.Message], limit: int) -> Callable[[bytes], Any]:
+    def deserialize(data: bytes) -> Any:
+        if len(data) > limit:
+            return _Rejected(
+                ContextEngineError(
+                    "REQUEST_TOO_LARGE",
+                    f"request of {len(data)} bytes exceeds the limit of {limit} bytes",
+                    limit_bytes=limit,
+                    request_bytes=len(data),
+                )
+            )
+        try:
+            return cls.FromString(data)
+        except message.DecodeError:
+            return _Rejected(
+                ContextEngineError(
+                    "INVALID_ARGUMENT", "request is not a valid protobuf message", field="request"
+                )
+            )
+
+    return deserialize
+
+
+def _status_name(context: Context) -> str:
+    # ``code()`` is None until a status is set, although the stubs say otherwise.
+    name: str | None = getattr(context.code(), "name", None)
+    return name or "OK"
+
+
+def _log(method: str, code: str, start: float, context: Context) -> None:
+    if _LOG.isEnabledFor(logging.INFO):
+        _LOG.info(
+            "rpc method=%s code=%s ms=%.2f peer=%s",
+            method,
+            code,
+            (time.perf_counter() - start) * 1000.0,
+            context.peer(),
+        )
+
+
+def _unary(method: str, fn: Callable[[Any, Context], Awaitable[Any]]) -> Callable[..., Any]:
+    async def behavior(request: Any, context: Context) -> Any:
+        start = time.perf_counter()
+        code = "OK"
+        try:
+            if isinstance(request, _Rejected):
+                raise request.error
+            return await fn(request, context)
+        except ContextEngineError as err:
+            code = err.code.value
+            await context.abort_with_status(to_status(err))
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        except grpc.aio.AbortError:
+            code = _status_name(context)
+            raise
+        except Exception as exc:
+            code = "INTERNAL"
+            await context.abort_with_status(to_status(internal_error(exc)))
+        finally:
+            _log(method, code, start, context)
+
+    return behavior
+
+
+def _server_stream(
+    method: str, fn: Callable[[Any, Context], AsyncIterator[Any]]
+) -> Callable[..., Any]:
+    async def behavior(request: Any, context: Context) -> AsyncIterator[Any]:
+        start = time.perf_counter()
+        code = "OK"
+        try:
+            if isinstance(request, _Rejected):
+                raise request.error
+            async for item in fn(request, context):
+                yield item
+        except ContextEngineError as err:
+            code = err.code.value
+            await context.abort_with_status(to_status(err))
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        except grpc.aio.AbortError:
+            code = _status_name(context)
+            raise
+        except Exception as exc:
+            code = "INTERNAL"
+            await context.abort_with_status(to_status(internal_error(exc)))
+        finally:
+            _log(method, code, start, context)
+
+    return behavior
+
+
+def generic_handler(
+    service: descriptor.ServiceDescriptor, servicer: object, max_request_bytes: int
+) -> grpc.GenericRpcHandler:
+    """A handler serving every method of ``service`` from the same-named servicer methods."""
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+    for m in service.methods:
+        if m.client_streaming:
+            raise NotImplementedError(f"client streaming is not supported: {m.full_name}")
+        request_cls = message_factory.GetMessageClass(m.input_type)
+        response_cls = message_factory.GetMessageClass(m.output_type)
+        fn = getattr(servicer, m.name)
+        deserialize = _deserializer(request_cls, max_request_bytes)
+        serialize = response_cls.SerializeToString
+        if m.server_streaming:
+            handlers[m.name] = grpc.unary_stream_rpc_method_handler(
+                _server_stream(m.full_name, fn),
+                request_deserializer=deserialize,
+                response_serializer=serialize,
+            )
+        else:
+            handlers[m.name] = grpc.unary_unary_rpc_method_handler(
+                _unary(m.full_name, fn),
+                request_deserializer=deserialize,
+                response_serializer=serialize,
+            )
+    return grpc.method_handlers_generic_handler(service.full_name, handlers)

@@ -1,0 +1,223 @@
+"""``contextengine.v1.SessionService``: translate requests, call the store, translate back."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from contextengine.core import page_tokens
+from contextengine.core.events import normalize_for_append
+from contextengine.core.state import validate_state
+from contextengine.core.structs import dict_to_struct, struct_to_dict
+from contextengine.core.validate import (
+    check_app_config,
+    check_event,
+    check_id,
+    check_page_size,
+    check_session_address,
+)
+from contextengine.errors import invalid, session_not_found
+from contextengine.store import EventFilter, EventStore, SessionKey, StoredSession
+from contextengine.v1 import config_pb2, event_pb2, session_pb2
+from contextengine.v1 import session_service_pb2 as pb
+
+Clock = Callable[[], float]
+
+
+def session_to_proto(stored: StoredSession) -> session_pb2.Session:
+    out = session_pb2.Session(
+        id=stored.key.session_id,
+        app_name=stored.key.app_name,
+        user_id=stored.key.user_id,
+        state=dict_to_struct(stored.state),
+        last_update_time=stored.last_update_time,
+        create_time=stored.create_time,
+        last_sequence=stored.last_sequence,
+    )
+    out.events.extend(stored.events)
+    return out
+
+
+def _key(request: Any) -> SessionKey:
+    check_session_address(request.app_name, request.user_id, request.session_id)
+    return SessionKey(request.app_name, request.user_id, request.session_id)
+
+
+class SessionServicer:
+    """Implements every RPC of ``SessionService``; errors are raised as ContextEngineError."""
+
+    def __init__(self, store: EventStore, clock: Clock = time.time) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def CreateSession(
+        self, request: pb.CreateSessionRequest, context: object
+    ) -> pb.CreateSessionResponse:
+        check_id(request.app_name, "app_name")
+        check_id(request.user_id, "user_id")
+        check_id(request.session_id, "session_id", required=False)
+        state = struct_to_dict(request.state, "state")
+        validate_state(state, "state")
+        key = SessionKey(request.app_name, request.user_id, request.session_id or str(uuid.uuid4()))
+        stored = await self._store.create_session(key, state, self._clock())
+        return pb.CreateSessionResponse(session=session_to_proto(stored))
+
+    async def GetSession(
+        self, request: pb.GetSessionRequest, context: object
+    ) -> pb.GetSessionResponse:
+        key = _key(request)
+        flt = EventFilter(
+            num_recent_events=(
+                request.num_recent_events if request.HasField("num_recent_events") else None
+            ),
+            after_timestamp=request.after_timestamp
+            if request.HasField("after_timestamp")
+            else None,
+            after_sequence=request.after_sequence if request.HasField("after_sequence") else None,
+        )
+        if flt.num_recent_events is not None and flt.num_recent_events < 0:
+            raise invalid(
+                "INVALID_ARGUMENT", "num_recent_events", "num_recent_events must not be negative"
+            )
+        if flt.after_sequence is not None and flt.after_sequence < 0:
+            raise invalid(
+                "INVALID_ARGUMENT", "after_sequence", "after_sequence must not be negative"
+            )
+        stored = await self._store.get_session(key, flt)
+        return pb.GetSessionResponse(session=session_to_proto(stored))
+
+    async def ListSessions(
+        self, request: pb.ListSessionsRequest, context: object
+    ) -> pb.ListSessionsResponse:
+        check_id(request.app_name, "app_name")
+        check_id(request.user_id, "user_id", required=False)
+        limit = check_page_size(request.page_size)
+        scope = [request.app_name, request.user_id]
+        after: tuple[str, str] | None = None
+        if request.page_token:
+            cursor = page_tokens.decode(request.page_token, "sessions", scope)
+            if not (isinstance(cursor, list) and len(cursor) == 2):
+                raise invalid("INVALID_PAGE_TOKEN", "page_token", "page_token is malformed")
+            after = (str(cursor[0]), str(cursor[1]))
+        rows = await self._store.list_sessions(
+            request.app_name, request.user_id or None, limit + 1, after
+        )
+        response = pb.ListSessionsResponse()
+        response.sessions.extend(session_to_proto(s) for s in rows[:limit])
+        if len(rows) > limit:
+            last = rows[limit - 1].key
+            response.next_page_token = page_tokens.encode(
+                "sessions", scope, [last.user_id, last.session_id]
+            )
+        return response
+
+    async def DeleteSession(
+        self, request: pb.DeleteSessionRequest, context: object
+    ) -> pb.DeleteSessionResponse:
+        key = _key(request)
+        deleted = await self._store.delete_session(key)
+        if not deleted and not request.allow_missing:
+            raise session_not_found(key.app_name, key.user_id, key.session_id)
+        return pb.DeleteSessionResponse(deleted=deleted)
+
+    async def AppendEvent(
+        self, request: pb.AppendEventRequest, context: object
+    ) -> pb.AppendEventResponse:
+        key = _key(request)
+        if not request.HasField("event"):
+            raise invalid("MISSING_FIELD", "event", "event is required")
+        check_event(request.event)
+        expected = (
+            request.expected_last_sequence if request.HasField("expected_last_sequence") else None
+        )
+        if request.event.partial:
+            # ADK never stores partial events; we still check the session exists.
+            stored = await self._store.get_session(key, EventFilter(num_recent_events=0))
+            event = event_pb2.Event()
+            event.CopyFrom(request.event)
+            event.sequence = 0
+            return pb.AppendEventResponse(
+                event=event, stored=False, last_sequence=stored.last_sequence
+            )
+        normalized = normalize_for_append(request.event, str(uuid.uuid4()))
+        outcome = await self._store.append_events(key, [normalized], expected)
+        return pb.AppendEventResponse(
+            event=outcome.events[0],
+            stored=True,
+            duplicate=outcome.duplicates[0],
+            last_sequence=outcome.last_sequence,
+        )
+
+    async def AppendEvents(
+        self, request: pb.AppendEventsRequest, context: object
+    ) -> pb.AppendEventsResponse:
+        key = _key(request)
+        expected = (
+            request.expected_last_sequence if request.HasField("expected_last_sequence") else None
+        )
+        seen: set[str] = set()
+        events: list[event_pb2.Event] = []
+        for i, event in enumerate(request.events):
+            check_event(event, f"events[{i}]")
+            if event.partial:
+                continue
+            if event.id:
+                if event.id in seen:
+                    raise invalid(
+                        "INVALID_EVENT", f"events[{i}].id", f"event id {event.id!r} is repeated"
+                    )
+                seen.add(event.id)
+            events.append(normalize_for_append(event, str(uuid.uuid4())))
+        if not events:
+            stored = await self._store.get_session(key, EventFilter(num_recent_events=0))
+            return pb.AppendEventsResponse(last_sequence=stored.last_sequence)
+        outcome = await self._store.append_events(key, events, expected)
+        response = pb.AppendEventsResponse(last_sequence=outcome.last_sequence)
+        response.events.extend(outcome.events)
+        return response
+
+    async def ListEvents(
+        self, request: pb.ListEventsRequest, context: object
+    ) -> pb.ListEventsResponse:
+        key = _key(request)
+        limit = check_page_size(request.page_size)
+        if request.after_sequence < 0:
+            raise invalid(
+                "INVALID_ARGUMENT", "after_sequence", "after_sequence must not be negative"
+            )
+        scope = [key.app_name, key.user_id, key.session_id, str(request.after_sequence)]
+        after = request.after_sequence
+        if request.page_token:
+            cursor = page_tokens.decode(request.page_token, "events", scope)
+            if not isinstance(cursor, int) or cursor < 0:
+                raise invalid("INVALID_PAGE_TOKEN", "page_token", "page_token is malformed")
+            after = cursor
+        events, last_sequence = await self._store.list_events(key, after, limit)
+        response = pb.ListEventsResponse(last_sequence=last_sequence)
+        response.events.extend(events)
+        if events and events[-1].sequence < last_sequence:
+            response.next_page_token = page_tokens.encode("events", scope, events[-1].sequence)
+        return response
+
+    async def GetAppConfig(
+        self, request: pb.GetAppConfigRequest, context: object
+    ) -> pb.GetAppConfigResponse:
+        check_id(request.app_name, "app_name")
+        config = await self._store.get_app_config(request.app_name)
+        if config is None:
+            config = config_pb2.AppConfig(app_name=request.app_name)
+        return pb.GetAppConfigResponse(config=config)
+
+    async def UpdateAppConfig(
+        self, request: pb.UpdateAppConfigRequest, context: object
+    ) -> pb.UpdateAppConfigResponse:
+        if not request.HasField("config"):
+            raise invalid("MISSING_FIELD", "config", "config is required")
+        check_app_config(request.config)
+        config = config_pb2.AppConfig()
+        config.CopyFrom(request.config)
+        config.update_time = self._clock()
+        stored = await self._store.put_app_config(config)
+        return pb.UpdateAppConfigResponse(config=stored)

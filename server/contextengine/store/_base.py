@@ -1,0 +1,125 @@
+"""The ``EventStore`` interface every storage backend implements.
+
+Contract (checked by ``tests/store``, run against every backend):
+
+* A session's events get sequences 1, 2, 3, ... in append order, without gaps, even under
+  concurrent appends; ``last_sequence`` is the highest one.
+* ``append_events`` is atomic: all events of one call are recorded with consecutive sequences and
+  their state deltas applied, or nothing is (on any error).
+* Idempotency by event id: an event whose id is already recorded in the session is not recorded
+  again. If its payload equals the recorded one (``contextengine.core.events.same_payload``) the
+  recorded event is returned and flagged as a duplicate; otherwise EVENT_ID_CONFLICT is raised.
+  Duplicates are resolved before ``expected_last_sequence`` is checked, and a call whose events are
+  all duplicates succeeds whatever ``expected_last_sequence`` says (a retry of a committed call).
+* ``expected_last_sequence`` (when not None) must equal the session's last sequence before the
+  first new event, else SEQUENCE_MISMATCH.
+* Events handed to ``append_events`` are already validated and normalized by the caller (id set,
+  ``temp:`` keys stripped, ``partial`` events removed). A zero timestamp is replaced by the store's
+  clock. The store sets ``sequence``. State deltas are split by scope
+  (``contextengine.core.state.split_delta``) and applied with ``dict.update`` semantics to the app,
+  user and session state in the same transaction. ``last_update_time`` becomes the timestamp of the
+  last new event.
+* Returned events are copies: callers may mutate them freely.
+* Unknown sessions raise SESSION_NOT_FOUND; creating an existing one raises SESSION_ALREADY_EXISTS.
+* Deleting a session deletes its events; app and user state stay.
+* Once ``append_events`` returns, the events survive a crash of the process (kill -9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from contextengine.v1 import config_pb2, event_pb2
+
+
+@dataclass(frozen=True, order=True)
+class SessionKey:
+    app_name: str
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    key: SessionKey
+    #: merged state: session keys + ``user:k`` + ``app:k`` (see ``core.state.merge_state``)
+    state: dict[str, Any]
+    create_time: float
+    last_update_time: float
+    last_sequence: int
+    events: list[event_pb2.Event] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events ``get_session`` returns. Applied in this order: ``after_sequence``
+    (``sequence > n``), ``after_timestamp`` (``timestamp >= t``), then ``num_recent_events``
+    (the last N of what remains; 0 = none). Results are always in sequence order."""
+
+    num_recent_events: int | None = None
+    after_timestamp: float | None = None
+    after_sequence: int | None = None
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    #: recorded events, in request order (duplicates as they were recorded earlier)
+    events: list[event_pb2.Event]
+    #: per event: True when it had been recorded before
+    duplicates: list[bool]
+    #: the session's last sequence after the call
+    last_sequence: int
+
+
+class EventStore(Protocol):
+    """Storage of sessions, their event logs, scoped state and app configuration."""
+
+    async def open(self) -> None:
+        """Prepares the store (creates or migrates the schema). Called once before use."""
+
+    async def close(self) -> None:
+        """Flushes pending writes and releases resources. Idempotent."""
+
+    async def create_session(
+        self, key: SessionKey, state: dict[str, Any], now: float
+    ) -> StoredSession:
+        """Creates a session; ``state`` is split by scope like a delta (temp keys dropped).
+        ``create_time`` and ``last_update_time`` are ``now``."""
+
+    async def get_session(self, key: SessionKey, flt: EventFilter) -> StoredSession:
+        """The session with merged state and the filtered events."""
+
+    async def list_sessions(
+        self,
+        app_name: str,
+        user_id: str | None,
+        limit: int,
+        after: tuple[str, str] | None,
+    ) -> list[StoredSession]:
+        """Sessions ordered by (user_id, session_id), strictly after ``after`` = (user_id,
+        session_id), at most ``limit``, with merged state and no events."""
+
+    async def delete_session(self, key: SessionKey) -> bool:
+        """Deletes the session and its events; False if it did not exist."""
+
+    async def append_events(
+        self,
+        key: SessionKey,
+        events: Sequence[event_pb2.Event],
+        expected_last_sequence: int | None,
+    ) -> AppendOutcome:
+        """Appends atomically (see the module contract)."""
+
+    async def list_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[event_pb2.Event], int]:
+        """Up to ``limit`` events with ``sequence > after_sequence`` in order, and the session's
+        last sequence."""
+
+    async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
+        """The stored configuration, or None if never set."""
+
+    async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
+        """Replaces the configuration (sets ``update_time``) and returns it as stored."""

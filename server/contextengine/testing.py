@@ -1,0 +1,31 @@
+"""Start a real sidecar in-process, for tests, examples and client test suites.
+
+async with start_local_server() as server:
+    async with ContextEngineClient(server.target) as client:
+        ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+
+from contextengine.server import MEMORY_DB, ContextEngineServer, ServerSettings
+
+
+@asynccontextmanager
+async def start_local_server(
+    db: str = MEMORY_DB,
+    *,
+    listen: str = "127.0.0.1:0",
+    settings: ServerSettings | None = None,
+) -> AsyncIterator[ContextEngineServer]:
+    """A started server on a free loopback port (or ``listen``), stopped on exit."""
+    base = settings if settings is not None else ServerSettings()
+    server = ContextEngineServer(replace(base, db=db, listen=listen))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop(grace=1.0)
