@@ -17,16 +17,19 @@ from contextengine.v1 import config_pb2, session_service_pb2 as pb, session_serv
 from tests.service.helpers import text_event
 
 A = {"app_name": "app", "user_id": "u1"}
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
 
 
 @pytest.fixture
 async def stub() -> AsyncIterator[session_service_pb2_grpc.SessionServiceStub]:
     settings = ServerSettings(max_request_bytes=64 * 1024)
-    async with start_local_server(settings=settings) as server:
-        async with grpc.aio.insecure_channel(server.target) as channel:
-            s = session_service_pb2_grpc.SessionServiceStub(channel)
-            await s.CreateSession(pb.CreateSessionRequest(session_id="s1", **A))
-            yield s
+    async with (
+        start_local_server(settings=settings) as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        s = session_service_pb2_grpc.SessionServiceStub(channel)
+        await s.CreateSession(pb.CreateSessionRequest(session_id="s1", **A))
+        yield s
 
 
 def _error_info(err: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
@@ -55,46 +58,57 @@ def _bad_struct() -> struct_pb2.Struct:
 
 
 async def test_create_session_bad_input(stub: Any) -> None:
-    IA = grpc.StatusCode.INVALID_ARGUMENT
+
     await expect(
-        stub.CreateSession(pb.CreateSessionRequest(user_id="u")), IA, "MISSING_FIELD", "app_name"
+        stub.CreateSession(pb.CreateSessionRequest(user_id="u")),
+        INVALID,
+        "MISSING_FIELD",
+        "app_name",
     )
     await expect(
-        stub.CreateSession(pb.CreateSessionRequest(app_name="a")), IA, "MISSING_FIELD", "user_id"
+        stub.CreateSession(pb.CreateSessionRequest(app_name="a")),
+        INVALID,
+        "MISSING_FIELD",
+        "user_id",
     )
     await expect(
         stub.CreateSession(pb.CreateSessionRequest(app_name="a\x00", user_id="u")),
-        IA,
+        INVALID,
         "INVALID_ID",
         "app_name",
     )
     await expect(
         stub.CreateSession(pb.CreateSessionRequest(app_name="a", user_id="u" * 257)),
-        IA,
+        INVALID,
         "INVALID_ID",
         "user_id",
     )
     await expect(
         stub.CreateSession(pb.CreateSessionRequest(session_id=" padded", **A)),
-        IA,
+        INVALID,
         "INVALID_ID",
         "session_id",
     )
     await expect(
         stub.CreateSession(pb.CreateSessionRequest(state=_bad_struct(), **A)),
-        IA,
+        INVALID,
         "INVALID_STATE",
         "state.k",
     )
     nan = struct_pb2.Struct()
     nan.fields["x"].number_value = float("nan")
     await expect(
-        stub.CreateSession(pb.CreateSessionRequest(state=nan, **A)), IA, "INVALID_STATE", "state.x"
+        stub.CreateSession(pb.CreateSessionRequest(state=nan, **A)),
+        INVALID,
+        "INVALID_STATE",
+        "state.x",
     )
     prefix_only = struct_pb2.Struct()
     prefix_only.fields["app:"].string_value = "v"
     await expect(
-        stub.CreateSession(pb.CreateSessionRequest(state=prefix_only, **A)), IA, "INVALID_STATE"
+        stub.CreateSession(pb.CreateSessionRequest(state=prefix_only, **A)),
+        INVALID,
+        "INVALID_STATE",
     )
     await expect(
         stub.CreateSession(pb.CreateSessionRequest(session_id="s1", **A)),
@@ -104,8 +118,8 @@ async def test_create_session_bad_input(stub: Any) -> None:
 
 
 async def test_get_list_delete_bad_input(stub: Any) -> None:
-    IA = grpc.StatusCode.INVALID_ARGUMENT
-    await expect(stub.GetSession(pb.GetSessionRequest(**A)), IA, "MISSING_FIELD", "session_id")
+
+    await expect(stub.GetSession(pb.GetSessionRequest(**A)), INVALID, "MISSING_FIELD", "session_id")
     await expect(
         stub.GetSession(pb.GetSessionRequest(session_id="zz", **A)),
         grpc.StatusCode.NOT_FOUND,
@@ -113,22 +127,22 @@ async def test_get_list_delete_bad_input(stub: Any) -> None:
     )
     await expect(
         stub.GetSession(pb.GetSessionRequest(session_id="s1", num_recent_events=-1, **A)),
-        IA,
+        INVALID,
         "INVALID_ARGUMENT",
         "num_recent_events",
     )
     await expect(
-        stub.ListSessions(pb.ListSessionsRequest(user_id="u")), IA, "MISSING_FIELD", "app_name"
+        stub.ListSessions(pb.ListSessionsRequest(user_id="u")), INVALID, "MISSING_FIELD", "app_name"
     )
     await expect(
         stub.ListSessions(pb.ListSessionsRequest(page_size=-1, **A)),
-        IA,
+        INVALID,
         "INVALID_ARGUMENT",
         "page_size",
     )
     await expect(
         stub.ListSessions(pb.ListSessionsRequest(page_token="garbage!", **A)),
-        IA,
+        INVALID,
         "INVALID_PAGE_TOKEN",
     )
     await expect(
@@ -137,7 +151,7 @@ async def test_get_list_delete_bad_input(stub: Any) -> None:
         "SESSION_NOT_FOUND",
     )
     await expect(
-        stub.DeleteSession(pb.DeleteSessionRequest(**A)), IA, "MISSING_FIELD", "session_id"
+        stub.DeleteSession(pb.DeleteSessionRequest(**A)), INVALID, "MISSING_FIELD", "session_id"
     )
 
 
@@ -166,18 +180,18 @@ async def test_page_token_is_bound_to_its_request(stub: Any) -> None:
 
 
 async def test_append_bad_input(stub: Any) -> None:
-    IA = grpc.StatusCode.INVALID_ARGUMENT
+
     req = {"session_id": "s1", **A}
-    await expect(stub.AppendEvent(pb.AppendEventRequest(**req)), IA, "MISSING_FIELD", "event")
+    await expect(stub.AppendEvent(pb.AppendEventRequest(**req)), INVALID, "MISSING_FIELD", "event")
     await expect(
         stub.AppendEvent(pb.AppendEventRequest(event=text_event("x", author=""), **req)),
-        IA,
+        INVALID,
         "MISSING_FIELD",
         "event.author",
     )
     await expect(
         stub.AppendEvent(pb.AppendEventRequest(event=text_event("x", author="bad\nname"), **req)),
-        IA,
+        INVALID,
         "INVALID_ID",
         "event.author",
     )
@@ -185,13 +199,13 @@ async def test_append_bad_input(stub: Any) -> None:
         stub.AppendEvent(
             pb.AppendEventRequest(event=text_event("x", timestamp=float("inf")), **req)
         ),
-        IA,
+        INVALID,
         "INVALID_EVENT",
         "event.timestamp",
     )
     await expect(
         stub.AppendEvent(pb.AppendEventRequest(event=text_event("x", timestamp=-1.0), **req)),
-        IA,
+        INVALID,
         "INVALID_EVENT",
         "event.timestamp",
     )
@@ -199,7 +213,7 @@ async def test_append_bad_input(stub: Any) -> None:
     bad_delta.actions.state_delta.CopyFrom(_bad_struct())
     await expect(
         stub.AppendEvent(pb.AppendEventRequest(event=bad_delta, **req)),
-        IA,
+        INVALID,
         "INVALID_STATE",
         "event.actions.state_delta.k",
     )
@@ -221,7 +235,7 @@ async def test_append_bad_input(stub: Any) -> None:
     )
     await expect(
         stub.AppendEvents(pb.AppendEventsRequest(events=[text_event("x", author="")], **req)),
-        IA,
+        INVALID,
         "MISSING_FIELD",
         "events[0].author",
     )
@@ -231,22 +245,22 @@ async def test_append_bad_input(stub: Any) -> None:
 
 
 async def test_list_events_bad_input(stub: Any) -> None:
-    IA = grpc.StatusCode.INVALID_ARGUMENT
+
     req = {"session_id": "s1", **A}
     await expect(
         stub.ListEvents(pb.ListEventsRequest(after_sequence=-1, **req)),
-        IA,
+        INVALID,
         "INVALID_ARGUMENT",
         "after_sequence",
     )
     await expect(
         stub.ListEvents(pb.ListEventsRequest(page_size=-5, **req)),
-        IA,
+        INVALID,
         "INVALID_ARGUMENT",
         "page_size",
     )
     await expect(
-        stub.ListEvents(pb.ListEventsRequest(page_token="x", **req)), IA, "INVALID_PAGE_TOKEN"
+        stub.ListEvents(pb.ListEventsRequest(page_token="x", **req)), INVALID, "INVALID_PAGE_TOKEN"
     )
     await expect(
         stub.ListEvents(pb.ListEventsRequest(app_name="app", user_id="u1", session_id="nope")),
@@ -256,15 +270,19 @@ async def test_list_events_bad_input(stub: Any) -> None:
 
 
 async def test_app_config_bad_input(stub: Any) -> None:
-    IA = grpc.StatusCode.INVALID_ARGUMENT
-    await expect(stub.GetAppConfig(pb.GetAppConfigRequest()), IA, "MISSING_FIELD", "app_name")
-    await expect(stub.UpdateAppConfig(pb.UpdateAppConfigRequest()), IA, "MISSING_FIELD", "config")
+
+    await expect(stub.GetAppConfig(pb.GetAppConfigRequest()), INVALID, "MISSING_FIELD", "app_name")
+    await expect(
+        stub.UpdateAppConfig(pb.UpdateAppConfigRequest()), INVALID, "MISSING_FIELD", "config"
+    )
     bad = config_pb2.AppConfig(
         app_name="app",
         events_compaction_config=config_pb2.EventsCompactionConfig(token_threshold=10),
     )
     await expect(
-        stub.UpdateAppConfig(pb.UpdateAppConfigRequest(config=bad)), IA, "INVALID_COMPACTION_CONFIG"
+        stub.UpdateAppConfig(pb.UpdateAppConfigRequest(config=bad)),
+        INVALID,
+        "INVALID_COMPACTION_CONFIG",
     )
 
 
@@ -280,16 +298,18 @@ async def test_oversized_request_is_resource_exhausted(stub: Any) -> None:
 
 
 async def test_undecodable_request_is_invalid_argument() -> None:
-    async with start_local_server() as server:
-        async with grpc.aio.insecure_channel(server.target) as channel:
-            call = channel.unary_unary(
-                "/contextengine.v1.SessionService/GetSession",
-                request_serializer=lambda b: b,
-                response_deserializer=lambda b: b,
-            )
-            await expect(
-                call(b"\xff\xff\xff\xff"),
-                grpc.StatusCode.INVALID_ARGUMENT,
-                "INVALID_ARGUMENT",
-                "request",
-            )
+    async with (
+        start_local_server() as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        call = channel.unary_unary(
+            "/contextengine.v1.SessionService/GetSession",
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        await expect(
+            call(b"\xff\xff\xff\xff"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ARGUMENT",
+            "request",
+        )

@@ -24,9 +24,11 @@ async def test_append_assigns_sequences(client: ContextEngineClient, session_id:
     first = await client.append_event(APP, "u1", session_id, text_event("a"))
     second = await client.append_event(APP, "u1", session_id, text_event("b", author="agent"))
     assert (first.event.sequence, second.event.sequence) == (1, 2)
-    assert first.stored and not first.duplicate
+    assert first.stored
+    assert not first.duplicate
     assert second.last_sequence == 2
-    assert first.event.id and first.event.timestamp > 0
+    assert first.event.id
+    assert first.event.timestamp > 0
 
 
 async def test_server_assigns_id_and_timestamp(

@@ -15,35 +15,39 @@ from tests.service.helpers import text_event
 
 
 async def test_health_serving_then_not_serving() -> None:
-    async with start_local_server() as server:
-        async with grpc.aio.insecure_channel(server.target) as channel:
-            health = health_pb2_grpc.HealthStub(channel)
-            for service in ("", "contextengine.v1.SessionService"):
-                reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
-                assert reply.status == health_pb2.HealthCheckResponse.SERVING
-            watch = health.Watch(health_pb2.HealthCheckRequest(service=""))
-            first = await watch.read()
-            assert first.status == health_pb2.HealthCheckResponse.SERVING
-            stopping = asyncio.create_task(server.stop(grace=1.0))
-            second = await watch.read()
-            assert second.status == health_pb2.HealthCheckResponse.NOT_SERVING
-            watch.cancel()
-            await stopping
+    async with (
+        start_local_server() as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "contextengine.v1.SessionService"):
+            reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        watch = health.Watch(health_pb2.HealthCheckRequest(service=""))
+        first = await watch.read()
+        assert first.status == health_pb2.HealthCheckResponse.SERVING
+        stopping = asyncio.create_task(server.stop(grace=1.0))
+        second = await watch.read()
+        assert second.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        watch.cancel()
+        await stopping
 
 
 async def test_reflection_lists_services() -> None:
-    async with start_local_server() as server:
-        async with grpc.aio.insecure_channel(server.target) as channel:
-            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    async with (
+        start_local_server() as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
 
-            async def requests():  # type: ignore[no-untyped-def]
-                yield reflection_pb2.ServerReflectionRequest(list_services="")
+        async def requests():  # type: ignore[no-untyped-def]
+            yield reflection_pb2.ServerReflectionRequest(list_services="")
 
-            names: list[str] = []
-            async for reply in stub.ServerReflectionInfo(requests()):
-                names = [s.name for s in reply.list_services_response.service]
-            assert "contextengine.v1.SessionService" in names
-            assert "grpc.health.v1.Health" in names
+        names: list[str] = []
+        async for reply in stub.ServerReflectionInfo(requests()):
+            names = [s.name for s in reply.list_services_response.service]
+        assert "contextengine.v1.SessionService" in names
+        assert "grpc.health.v1.Health" in names
 
 
 async def test_unix_socket(tmp_path: Path) -> None:
@@ -77,8 +81,7 @@ async def test_in_flight_appends_finish_during_graceful_shutdown(tmp_path: Path)
         await asyncio.gather(*tasks)
         await client.close()
     assert acked, "some appends should have been acknowledged before shutdown"
-    async with start_local_server(db) as server:
-        async with ContextEngineClient(server.target) as client:
-            events = [e.id async for e in client.list_events("app", "u", "s", page_size=1000)]
+    async with start_local_server(db) as server, ContextEngineClient(server.target) as client:
+        events = [e.id async for e in client.list_events("app", "u", "s", page_size=1000)]
     assert set(acked) <= set(events)
     assert len(events) == len(set(events))

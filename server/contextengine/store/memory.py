@@ -1,0 +1,194 @@
+"""``MemoryStore``: the event store in process memory, for tests and ephemeral sidecars.
+
+Every operation runs to completion without awaiting anything, so under asyncio each one is atomic
+and concurrent appends are serialized by the event loop itself. Events and state are copied on the
+way in and on the way out, so callers never share objects with the store.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextengine.core.state import JsonObject, apply_delta, merge_state, split_delta
+from contextengine.errors import ContextEngineError, session_already_exists, session_not_found
+from contextengine.store._append import copy_event, plan_append
+from contextengine.store._base import (
+    AppendOutcome,
+    EventFilter,
+    SessionKey,
+    StoredSession,
+)
+from contextengine.v1 import config_pb2, event_pb2
+
+
+@dataclass
+class _Session:
+    state: JsonObject
+    create_time: float
+    last_update_time: float
+    #: events in sequence order: ``events[i].sequence == i + 1``
+    events: list[event_pb2.Event] = field(default_factory=list)
+    by_id: dict[str, event_pb2.Event] = field(default_factory=dict)
+
+
+class MemoryStore:
+    """An ``EventStore`` kept in dictionaries. Nothing survives the process."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._sessions: dict[SessionKey, _Session] = {}
+        self._app_states: dict[str, JsonObject] = {}
+        self._user_states: dict[tuple[str, str], JsonObject] = {}
+        self._configs: dict[str, config_pb2.AppConfig] = {}
+        self._closed = False
+
+    async def open(self) -> None:
+        self._closed = False
+
+    async def close(self) -> None:
+        self._closed = True
+
+    async def create_session(
+        self, key: SessionKey, state: dict[str, Any], now: float
+    ) -> StoredSession:
+        self._check_open()
+        if key in self._sessions:
+            raise session_already_exists(key.session_id)
+        scoped = split_delta(copy.deepcopy(state))
+        session = _Session(state=scoped.session, create_time=now, last_update_time=now)
+        self._update_shared_state(key, scoped.app, scoped.user)
+        self._sessions[key] = session
+        return self._stored(key, session, [])
+
+    async def get_session(self, key: SessionKey, flt: EventFilter) -> StoredSession:
+        self._check_open()
+        session = self._session(key)
+        return self._stored(key, session, _filtered(session.events, flt))
+
+    async def list_sessions(
+        self,
+        app_name: str,
+        user_id: str | None,
+        limit: int,
+        after: tuple[str, str] | None,
+    ) -> list[StoredSession]:
+        self._check_open()
+        keys = sorted(
+            key
+            for key in self._sessions
+            if key.app_name == app_name
+            and (user_id is None or key.user_id == user_id)
+            and (after is None or (key.user_id, key.session_id) > after)
+        )
+        return [self._stored(key, self._sessions[key], []) for key in keys[: max(limit, 0)]]
+
+    async def delete_session(self, key: SessionKey) -> bool:
+        self._check_open()
+        return self._sessions.pop(key, None) is not None
+
+    async def append_events(
+        self,
+        key: SessionKey,
+        events: Sequence[event_pb2.Event],
+        expected_last_sequence: int | None,
+    ) -> AppendOutcome:
+        self._check_open()
+        session = self._session(key)
+        plan = plan_append(
+            [copy_event(event) for event in events],
+            session.by_id.get,
+            len(session.events),
+            expected_last_sequence,
+            self._clock(),
+        )
+        if plan.new_events:
+            # Nothing below can fail, so the append is all-or-nothing.
+            self._update_shared_state(key, plan.changes.app, plan.changes.user)
+            session.state = apply_delta(session.state, plan.changes.session)
+            session.events.extend(plan.new_events)
+            session.by_id.update((event.id, event) for event in plan.new_events)
+            session.last_update_time = plan.new_events[-1].timestamp
+        return AppendOutcome(
+            events=[copy_event(event) for event in plan.recorded],
+            duplicates=plan.duplicates,
+            last_sequence=plan.last_sequence,
+        )
+
+    async def list_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[event_pb2.Event], int]:
+        self._check_open()
+        session = self._session(key)
+        start = max(after_sequence, 0)
+        page = session.events[start : start + max(limit, 0)]
+        return [copy_event(event) for event in page], len(session.events)
+
+    async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
+        self._check_open()
+        stored = self._configs.get(app_name)
+        return None if stored is None else _copy_config(stored)
+
+    async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
+        self._check_open()
+        stored = _copy_config(config)
+        stored.update_time = self._clock()
+        self._configs[stored.app_name] = stored
+        return _copy_config(stored)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ContextEngineError("SHUTTING_DOWN", "the store is closed")
+
+    def _session(self, key: SessionKey) -> _Session:
+        session = self._sessions.get(key)
+        if session is None:
+            raise session_not_found(key.app_name, key.user_id, key.session_id)
+        return session
+
+    def _update_shared_state(self, key: SessionKey, app: JsonObject, user: JsonObject) -> None:
+        if app:
+            self._app_states[key.app_name] = apply_delta(
+                self._app_states.get(key.app_name, {}), app
+            )
+        if user:
+            user_key = (key.app_name, key.user_id)
+            self._user_states[user_key] = apply_delta(self._user_states.get(user_key, {}), user)
+
+    def _stored(
+        self, key: SessionKey, session: _Session, events: list[event_pb2.Event]
+    ) -> StoredSession:
+        merged = merge_state(
+            session.state,
+            self._user_states.get((key.app_name, key.user_id), {}),
+            self._app_states.get(key.app_name, {}),
+        )
+        return StoredSession(
+            key=key,
+            state=copy.deepcopy(merged),
+            create_time=session.create_time,
+            last_update_time=session.last_update_time,
+            last_sequence=len(session.events),
+            events=[copy_event(event) for event in events],
+        )
+
+
+def _filtered(events: list[event_pb2.Event], flt: EventFilter) -> list[event_pb2.Event]:
+    """``EventFilter`` over a log in sequence order (``events[i].sequence == i + 1``)."""
+    selected = events[max(flt.after_sequence, 0) :] if flt.after_sequence is not None else events
+    if flt.after_timestamp is not None:
+        threshold = flt.after_timestamp
+        selected = [event for event in selected if event.timestamp >= threshold]
+    if flt.num_recent_events is not None:
+        count = max(flt.num_recent_events, 0)
+        selected = selected[-count:] if count else []
+    return selected
+
+
+def _copy_config(config: config_pb2.AppConfig) -> config_pb2.AppConfig:
+    out = config_pb2.AppConfig()
+    out.CopyFrom(config)
+    return out

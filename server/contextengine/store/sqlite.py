@@ -1,0 +1,173 @@
+"""``SqliteStore``: the default event store, one SQLite file in WAL mode.
+
+One writer connection commits batches of concurrent writes (``_sqlite_writer``); a separate read
+connection serves reads from committed snapshots. ``durability="normal"`` (``synchronous=NORMAL``)
+keeps every acknowledged write across a crash of the process (kill -9); ``"full"``
+(``synchronous=FULL``) also across a crash of the machine, at the cost of an fsync per commit.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar, get_args
+
+import aiosqlite
+
+from contextengine.errors import ContextEngineError
+from contextengine.store import _sqlite_ops as ops, _sqlite_reads as reads
+from contextengine.store._append import copy_event
+from contextengine.store._base import AppendOutcome, EventFilter, SessionKey, StoredSession
+from contextengine.store._migrations import load_migrations, migrate, schema_version
+from contextengine.store._sqlite_conn import ConnectionSettings, Durability, connect, run, settings
+from contextengine.store._sqlite_writer import BatchWriter, WriteTx
+from contextengine.v1 import config_pb2, event_pb2
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SqliteDiagnostics:
+    schema_version: int
+    writer: ConnectionSettings
+    reader: ConnectionSettings
+
+
+class SqliteStore:
+    """An ``EventStore`` in a SQLite file (not ``:memory:``: the two connections must share it)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "normal",
+        clock: Callable[[], float] = time.time,
+        max_batch: int = 256,
+    ) -> None:
+        if os.fspath(path) in ("", ":memory:"):
+            raise ValueError("SqliteStore needs a file: its reader and writer share it")
+        if durability not in get_args(Durability):
+            raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
+        self._path = path
+        self._durability: Durability = durability
+        self._clock = clock
+        self._max_batch = max_batch
+        self._writer: BatchWriter | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._closed = False
+
+    async def open(self) -> None:
+        if self._writer is not None:
+            return
+        conn = await connect(self._path, durability=self._durability, read_only=False)
+        try:
+            await run(conn, partial(migrate, migrations=load_migrations()))
+            self._reader = await connect(self._path, durability=self._durability, read_only=True)
+        except BaseException:
+            await conn.close()
+            raise
+        self._writer = BatchWriter(conn, max_batch=self._max_batch)
+        self._writer.start()
+        self._closed = False
+
+    async def close(self) -> None:
+        self._closed = True
+        writer, reader = self._writer, self._reader
+        self._writer = self._reader = None
+        try:
+            if writer is not None:
+                await writer.close()
+        finally:
+            if reader is not None:
+                await reader.close()
+
+    async def diagnostics(self) -> SqliteDiagnostics:
+        """The schema version and the pragmas in effect on both connections."""
+        writer = self._open_writer()
+        version = await run(writer.connection, schema_version)
+        return SqliteDiagnostics(
+            schema_version=version,
+            writer=await run(writer.connection, settings),
+            reader=await self._read(settings),
+        )
+
+    async def create_session(
+        self, key: SessionKey, state: dict[str, Any], now: float
+    ) -> StoredSession:
+        return await self._write(
+            partial(ops.create_session, key=key, state=copy.deepcopy(state), now=now)
+        )
+
+    async def get_session(self, key: SessionKey, flt: EventFilter) -> StoredSession:
+        return await self._read(partial(reads.get_session, key=key, flt=flt))
+
+    async def list_sessions(
+        self,
+        app_name: str,
+        user_id: str | None,
+        limit: int,
+        after: tuple[str, str] | None,
+    ) -> list[StoredSession]:
+        return await self._read(
+            partial(
+                reads.list_sessions, app_name=app_name, user_id=user_id, limit=limit, after=after
+            )
+        )
+
+    async def delete_session(self, key: SessionKey) -> bool:
+        return await self._write(partial(ops.delete_session, key=key))
+
+    async def append_events(
+        self,
+        key: SessionKey,
+        events: Sequence[event_pb2.Event],
+        expected_last_sequence: int | None,
+    ) -> AppendOutcome:
+        return await self._write(
+            partial(
+                ops.append_events,
+                key=key,
+                events=[copy_event(event) for event in events],
+                expected_last_sequence=expected_last_sequence,
+                now=self._clock(),
+            )
+        )
+
+    async def list_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[event_pb2.Event], int]:
+        return await self._read(
+            partial(reads.list_events, key=key, after_sequence=after_sequence, limit=limit)
+        )
+
+    async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
+        return await self._read(partial(reads.get_app_config, app_name=app_name))
+
+    async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
+        owned = config_pb2.AppConfig()
+        owned.CopyFrom(config)
+        return await self._write(partial(ops.put_app_config, config=owned, now=self._clock()))
+
+    def _open_writer(self) -> BatchWriter:
+        if self._writer is None:
+            raise _not_open(self._closed)
+        return self._writer
+
+    async def _write(self, op: Callable[[WriteTx], T]) -> T:
+        return await self._open_writer().submit(op)
+
+    async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        if self._reader is None:
+            raise _not_open(self._closed)
+        return await run(self._reader, query)
+
+
+def _not_open(closed: bool) -> Exception:
+    if closed:
+        return ContextEngineError("SHUTTING_DOWN", "the store is closed")
+    return RuntimeError("SqliteStore.open() has not been called")
