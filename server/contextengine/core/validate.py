@@ -145,3 +145,28 @@ def check_page_size(page_size: int, field: str = "page_size") -> int:
     if page_size == 0:
         return 100
     return min(page_size, 1000)
+
+
+def _word_chars(value: str, extra: str) -> bool:
+    return all(ch.isalnum() or ch in extra for ch in value)
+
+
+def check_agent_name(value: str, field: str = "agent_name") -> None:
+    """Agent names: letters, digits, '_' and '-' (empty allowed: no agent)."""
+    check_id(value, field, required=False)
+    if value and not _word_chars(value, "_-"):
+        raise invalid("INVALID_ID", field, f"{field} may only contain letters, digits, '_' and '-'")
+
+
+def check_branch(value: str, field: str = "branch") -> None:
+    """Branches: '.'-separated non-empty segments of letters, digits, '_', '-', '@' and ':'."""
+    check_id(value, field, required=False)
+    if not value:
+        return
+    for segment in value.split("."):
+        if not segment or not _word_chars(segment, "_-@:"):
+            raise invalid(
+                "INVALID_ID",
+                field,
+                f"{field} must be '.'-separated segments of letters, digits, '_', '-', '@', ':'",
+            )

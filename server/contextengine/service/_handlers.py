@@ -60,6 +60,19 @@ def _deserializer(cls: type[message.Message], limit: int) -> Callable[[bytes], A
     return deserialize
 
 
+def _serializer(cls: type[message.Message]) -> Callable[[Any], bytes]:
+    """Serializes a response message; a servicer may also return the encoded bytes itself (used
+    where responses are assembled from cached encoded pieces)."""
+
+    def serialize(response: Any) -> bytes:
+        if isinstance(response, bytes):
+            return response
+        data: bytes = cls.SerializeToString(response)
+        return data
+
+    return serialize
+
+
 def _status_name(context: Context) -> str:
     # ``code()`` is None until a status is set, although the stubs say otherwise.
     name: str | None = getattr(context.code(), "name", None)
@@ -144,7 +157,7 @@ def generic_handler(
         response_cls = message_factory.GetMessageClass(m.output_type)
         fn = getattr(servicer, m.name)
         deserialize = _deserializer(request_cls, max_request_bytes)
-        serialize = response_cls.SerializeToString
+        serialize = _serializer(response_cls)
         if m.server_streaming:
             handlers[m.name] = grpc.unary_stream_rpc_method_handler(
                 _server_stream(m.full_name, fn),

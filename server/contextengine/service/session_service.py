@@ -9,6 +9,11 @@ from typing import Any
 
 from contextengine.core import page_tokens
 from contextengine.core.events import normalize_for_append
+from contextengine.core.rewind_state import (
+    first_index_of_invocation,
+    rewind_state_delta,
+    session_state_before,
+)
 from contextengine.core.state import validate_state
 from contextengine.core.structs import dict_to_struct, struct_to_dict
 from contextengine.core.validate import (
@@ -18,12 +23,13 @@ from contextengine.core.validate import (
     check_page_size,
     check_session_address,
 )
-from contextengine.errors import invalid, session_not_found
+from contextengine.errors import ContextEngineError, invalid, session_not_found
 from contextengine.store import EventFilter, EventStore, SessionKey, StoredSession
-from contextengine.v1 import config_pb2, event_pb2, session_pb2
-from contextengine.v1 import session_service_pb2 as pb
+from contextengine.v1 import config_pb2, event_pb2, session_pb2, session_service_pb2 as pb
 
 Clock = Callable[[], float]
+
+_REWIND_ATTEMPTS = 5
 
 
 def session_to_proto(stored: StoredSession) -> session_pb2.Session:
@@ -200,6 +206,45 @@ class SessionServicer:
         if events and events[-1].sequence < last_sequence:
             response.next_page_token = page_tokens.encode("events", scope, events[-1].sequence)
         return response
+
+    async def RewindSession(
+        self, request: pb.RewindSessionRequest, context: object
+    ) -> pb.RewindSessionResponse:
+        key = _key(request)
+        target = request.rewind_before_invocation_id
+        check_id(target, "rewind_before_invocation_id")
+        # Read, compute, append with the sequence read as precondition; retry if the log moved.
+        for _ in range(_REWIND_ATTEMPTS):
+            stored = await self._store.get_session(key, EventFilter())
+            index = first_index_of_invocation(stored.events, target)
+            if index is None:
+                raise ContextEngineError(
+                    "INVOCATION_NOT_FOUND",
+                    f"no event of session {key.session_id!r} has invocation id {target!r}",
+                    invocation_id=target,
+                )
+            delta = rewind_state_delta(stored.state, session_state_before(stored.events, index))
+            event = event_pb2.Event(
+                id=str(uuid.uuid4()),
+                invocation_id="e-" + str(uuid.uuid4()),
+                author="user",
+                timestamp=self._clock(),
+            )
+            event.actions.rewind_before_invocation_id = target
+            event.actions.state_delta.CopyFrom(dict_to_struct(delta))
+            try:
+                outcome = await self._store.append_events(key, [event], stored.last_sequence)
+            except ContextEngineError as err:
+                if err.reason == "SEQUENCE_MISMATCH":
+                    continue
+                raise
+            return pb.RewindSessionResponse(event=outcome.events[0])
+        raise ContextEngineError(
+            "SEQUENCE_MISMATCH",
+            "the session kept changing while the rewind was computed; retry",
+            expected_last_sequence=-1,
+            current_last_sequence=-1,
+        )
 
     async def GetAppConfig(
         self, request: pb.GetAppConfigRequest, context: object

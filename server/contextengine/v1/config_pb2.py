@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ontextengine/v1/config.proto\x12\x10\x63ontextengine.v1\"\xc2\x01\n\tAppConfig\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12J\n\x18\x65vents_compaction_config\x18\x02 \x01(\x0b\x32(.contextengine.v1.EventsCompactionConfig\x12\x42\n\x14\x63ontext_cache_config\x18\x03 \x01(\x0b\x32$.contextengine.v1.ContextCacheConfig\x12\x13\n\x0bupdate_time\x18\x04 \x01(\x01\"\xec\x01\n\x16\x45ventsCompactionConfig\x12 \n\x13\x63ompaction_interval\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0coverlap_size\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x1c\n\x0ftoken_threshold\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12!\n\x14\x65vent_retention_size\x18\x04 \x01(\x05H\x03\x88\x01\x01\x42\x16\n\x14_compaction_intervalB\x0f\n\r_overlap_sizeB\x12\n\x10_token_thresholdB\x17\n\x15_event_retention_size\"\x98\x01\n\x12\x43ontextCacheConfig\x12\x1c\n\x0f\x63\x61\x63he_intervals\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bttl_seconds\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\nmin_tokens\x18\x03 \x01(\x05H\x02\x88\x01\x01\x42\x12\n\x10_cache_intervalsB\x0e\n\x0c_ttl_secondsB\r\n\x0b_min_tokensB%\n\x14\x64\x65v.contextengine.v1B\x0b\x43onfigProtoP\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ontextengine/v1/config.proto\x12\x10\x63ontextengine.v1\"\xfe\x01\n\tAppConfig\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12J\n\x18\x65vents_compaction_config\x18\x02 \x01(\x0b\x32(.contextengine.v1.EventsCompactionConfig\x12\x42\n\x14\x63ontext_cache_config\x18\x03 \x01(\x0b\x32$.contextengine.v1.ContextCacheConfig\x12\x13\n\x0bupdate_time\x18\x04 \x01(\x01\x12!\n\x14other_agent_preamble\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x17\n\x15_other_agent_preamble\"\xec\x01\n\x16\x45ventsCompactionConfig\x12 \n\x13\x63ompaction_interval\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0coverlap_size\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x1c\n\x0ftoken_threshold\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12!\n\x14\x65vent_retention_size\x18\x04 \x01(\x05H\x03\x88\x01\x01\x42\x16\n\x14_compaction_intervalB\x0f\n\r_overlap_sizeB\x12\n\x10_token_thresholdB\x17\n\x15_event_retention_size\"\x98\x01\n\x12\x43ontextCacheConfig\x12\x1c\n\x0f\x63\x61\x63he_intervals\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bttl_seconds\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\nmin_tokens\x18\x03 \x01(\x05H\x02\x88\x01\x01\x42\x12\n\x10_cache_intervalsB\x0e\n\x0c_ttl_secondsB\r\n\x0b_min_tokensB%\n\x14\x64\x65v.contextengine.v1B\x0b\x43onfigProtoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,9 +33,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.contextengine.v1B\013ConfigProtoP\001'
   _globals['_APPCONFIG']._serialized_start=52
-  _globals['_APPCONFIG']._serialized_end=246
-  _globals['_EVENTSCOMPACTIONCONFIG']._serialized_start=249
-  _globals['_EVENTSCOMPACTIONCONFIG']._serialized_end=485
-  _globals['_CONTEXTCACHECONFIG']._serialized_start=488
-  _globals['_CONTEXTCACHECONFIG']._serialized_end=640
+  _globals['_APPCONFIG']._serialized_end=306
+  _globals['_EVENTSCOMPACTIONCONFIG']._serialized_start=309
+  _globals['_EVENTSCOMPACTIONCONFIG']._serialized_end=545
+  _globals['_CONTEXTCACHECONFIG']._serialized_start=548
+  _globals['_CONTEXTCACHECONFIG']._serialized_end=700
 # @@protoc_insertion_point(module_scope)

@@ -9,10 +9,10 @@ import builtins as _builtins
 import sys
 import typing as _typing
 
-if sys.version_info >= (3, 11):
-    from typing import TypeAlias as _TypeAlias, Never as _Never
+if sys.version_info >= (3, 10):
+    from typing import TypeAlias as _TypeAlias
 else:
-    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
+    from typing_extensions import TypeAlias as _TypeAlias
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -26,10 +26,15 @@ class AppConfig(_message.Message):
     EVENTS_COMPACTION_CONFIG_FIELD_NUMBER: _builtins.int
     CONTEXT_CACHE_CONFIG_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    OTHER_AGENT_PREAMBLE_FIELD_NUMBER: _builtins.int
     app_name: _builtins.str
     """The app this configuration belongs to."""
     update_time: _builtins.float
     """Server time (seconds since the Unix epoch) of the last update; set by the server."""
+    other_agent_preamble: _builtins.str
+    """The paragraph put before each other agent's quoted turn in a context. Unset: the engine's
+    default text. (ADK hard-codes its own text; set this to it for byte-identical requests.)
+    """
     @_builtins.property
     def events_compaction_config(self) -> Global___EventsCompactionConfig:
         """Compaction of long histories. Unset: no compaction."""
@@ -45,12 +50,15 @@ class AppConfig(_message.Message):
         events_compaction_config: Global___EventsCompactionConfig | None = ...,
         context_cache_config: Global___ContextCacheConfig | None = ...,
         update_time: _builtins.float = ...,
+        other_agent_preamble: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "other_agent_preamble", b"other_agent_preamble"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "app_name", b"app_name", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "other_agent_preamble", b"other_agent_preamble", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__other_agent_preamble: _TypeAlias = _typing.Literal["other_agent_preamble"]  # noqa: Y015
+    _WhichOneofArgType__other_agent_preamble: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__other_agent_preamble) -> _WhichOneofReturnType__other_agent_preamble | None: ...
 
 Global___AppConfig: _TypeAlias = AppConfig  # noqa: Y015
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ontextengine/v1/errors.proto\x12\x10\x63ontextengine.v1*\xb7\x04\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x45RROR_REASON_MISSING_FIELD\x10\x01\x12\x1b\n\x17\x45RROR_REASON_INVALID_ID\x10\x02\x12\x1e\n\x1a\x45RROR_REASON_INVALID_STATE\x10\x03\x12\x1e\n\x1a\x45RROR_REASON_INVALID_EVENT\x10\x04\x12*\n&ERROR_REASON_INVALID_COMPACTION_CONFIG\x10\x05\x12%\n!ERROR_REASON_INVALID_CACHE_CONFIG\x10\x06\x12#\n\x1f\x45RROR_REASON_INVALID_PAGE_TOKEN\x10\x07\x12!\n\x1d\x45RROR_REASON_INVALID_ARGUMENT\x10\x08\x12\"\n\x1e\x45RROR_REASON_SESSION_NOT_FOUND\x10\x14\x12\'\n#ERROR_REASON_SESSION_ALREADY_EXISTS\x10\x1e\x12\"\n\x1e\x45RROR_REASON_EVENT_ID_CONFLICT\x10\x1f\x12\"\n\x1e\x45RROR_REASON_SEQUENCE_MISMATCH\x10(\x12\"\n\x1e\x45RROR_REASON_REQUEST_TOO_LARGE\x10\x32\x12\x1e\n\x1a\x45RROR_REASON_SHUTTING_DOWN\x10<\x12\x19\n\x15\x45RROR_REASON_INTERNAL\x10\x46\x42%\n\x14\x64\x65v.contextengine.v1B\x0b\x45rrorsProtoP\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ontextengine/v1/errors.proto\x12\x10\x63ontextengine.v1*\xde\x04\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x45RROR_REASON_MISSING_FIELD\x10\x01\x12\x1b\n\x17\x45RROR_REASON_INVALID_ID\x10\x02\x12\x1e\n\x1a\x45RROR_REASON_INVALID_STATE\x10\x03\x12\x1e\n\x1a\x45RROR_REASON_INVALID_EVENT\x10\x04\x12*\n&ERROR_REASON_INVALID_COMPACTION_CONFIG\x10\x05\x12%\n!ERROR_REASON_INVALID_CACHE_CONFIG\x10\x06\x12#\n\x1f\x45RROR_REASON_INVALID_PAGE_TOKEN\x10\x07\x12!\n\x1d\x45RROR_REASON_INVALID_ARGUMENT\x10\x08\x12\"\n\x1e\x45RROR_REASON_SESSION_NOT_FOUND\x10\x14\x12%\n!ERROR_REASON_INVOCATION_NOT_FOUND\x10\x15\x12\'\n#ERROR_REASON_SESSION_ALREADY_EXISTS\x10\x1e\x12\"\n\x1e\x45RROR_REASON_EVENT_ID_CONFLICT\x10\x1f\x12\"\n\x1e\x45RROR_REASON_SEQUENCE_MISMATCH\x10(\x12\"\n\x1e\x45RROR_REASON_REQUEST_TOO_LARGE\x10\x32\x12\x1e\n\x1a\x45RROR_REASON_SHUTTING_DOWN\x10<\x12\x19\n\x15\x45RROR_REASON_INTERNAL\x10\x46\x42%\n\x14\x64\x65v.contextengine.v1B\x0b\x45rrorsProtoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.contextengine.v1B\013ErrorsProtoP\001'
   _globals['_ERRORREASON']._serialized_start=52
-  _globals['_ERRORREASON']._serialized_end=619
+  _globals['_ERRORREASON']._serialized_end=658
 # @@protoc_insertion_point(module_scope)

@@ -54,6 +54,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     ERROR_REASON_SESSION_NOT_FOUND: _ErrorReason.ValueType  # 20
     """NOT_FOUND: the session does not exist. Metadata: `app_name`, `user_id`, `session_id`."""
+    ERROR_REASON_INVOCATION_NOT_FOUND: _ErrorReason.ValueType  # 21
+    """NOT_FOUND: no event of the session has this invocation id. Metadata: `invocation_id`."""
     ERROR_REASON_SESSION_ALREADY_EXISTS: _ErrorReason.ValueType  # 30
     """ALREADY_EXISTS: a session with this id already exists. Metadata: `session_id`."""
     ERROR_REASON_EVENT_ID_CONFLICT: _ErrorReason.ValueType  # 31
@@ -102,6 +104,8 @@ ERROR_REASON_INVALID_ARGUMENT: ErrorReason.ValueType  # 8
 """
 ERROR_REASON_SESSION_NOT_FOUND: ErrorReason.ValueType  # 20
 """NOT_FOUND: the session does not exist. Metadata: `app_name`, `user_id`, `session_id`."""
+ERROR_REASON_INVOCATION_NOT_FOUND: ErrorReason.ValueType  # 21
+"""NOT_FOUND: no event of the session has this invocation id. Metadata: `invocation_id`."""
 ERROR_REASON_SESSION_ALREADY_EXISTS: ErrorReason.ValueType  # 30
 """ALREADY_EXISTS: a session with this id already exists. Metadata: `session_id`."""
 ERROR_REASON_EVENT_ID_CONFLICT: ErrorReason.ValueType  # 31

@@ -531,6 +531,64 @@ class ListEventsResponse(_message.Message):
 Global___ListEventsResponse: _TypeAlias = ListEventsResponse  # noqa: Y015
 
 @_typing.final
+class RewindSessionRequest(_message.Message):
+    """Request of RewindSession."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APP_NAME_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    REWIND_BEFORE_INVOCATION_ID_FIELD_NUMBER: _builtins.int
+    app_name: _builtins.str
+    """The app. Required."""
+    user_id: _builtins.str
+    """The user. Required."""
+    session_id: _builtins.str
+    """The session. Required."""
+    rewind_before_invocation_id: _builtins.str
+    """The invocation to rewind before. Required."""
+    def __init__(
+        self,
+        *,
+        app_name: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        session_id: _builtins.str = ...,
+        rewind_before_invocation_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "rewind_before_invocation_id", b"rewind_before_invocation_id", "session_id", b"session_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RewindSessionRequest: _TypeAlias = RewindSessionRequest  # noqa: Y015
+
+@_typing.final
+class RewindSessionResponse(_message.Message):
+    """Response of RewindSession."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def event(self) -> _event_pb2.Event:
+        """The recorded rewind event."""
+
+    def __init__(
+        self,
+        *,
+        event: _event_pb2.Event | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RewindSessionResponse: _TypeAlias = RewindSessionResponse  # noqa: Y015
+
+@_typing.final
 class GetAppConfigRequest(_message.Message):
     """Request of GetAppConfig."""
 

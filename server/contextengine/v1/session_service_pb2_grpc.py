@@ -70,6 +70,11 @@ class SessionServiceStub:
                 request_serializer=contextengine_dot_v1_dot_session__service__pb2.ListEventsRequest.SerializeToString,
                 response_deserializer=contextengine_dot_v1_dot_session__service__pb2.ListEventsResponse.FromString,
                 _registered_method=True)
+        self.RewindSession = channel.unary_unary(
+                '/contextengine.v1.SessionService/RewindSession',
+                request_serializer=contextengine_dot_v1_dot_session__service__pb2.RewindSessionRequest.SerializeToString,
+                response_deserializer=contextengine_dot_v1_dot_session__service__pb2.RewindSessionResponse.FromString,
+                _registered_method=True)
         self.GetAppConfig = channel.unary_unary(
                 '/contextengine.v1.SessionService/GetAppConfig',
                 request_serializer=contextengine_dot_v1_dot_session__service__pb2.GetAppConfigRequest.SerializeToString,
@@ -142,6 +147,18 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RewindSession(self, request, context):
+        """Rewinds a session to just before an invocation, as google-adk's `Runner.rewind_async`: appends
+        a rewind event (author "user", a fresh "e-" invocation id) whose state delta restores the
+        session-scope state as it was before the first event of that invocation (keys added since are
+        set to null). Contexts and summaries then ignore every event from that first event through the
+        rewind event; nothing is deleted. NOT_FOUND / INVOCATION_NOT_FOUND if no event of the session
+        has that invocation id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetAppConfig(self, request, context):
         """Returns an app's configuration (an empty configuration if none was set).
         """
@@ -193,6 +210,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ListEvents,
                     request_deserializer=contextengine_dot_v1_dot_session__service__pb2.ListEventsRequest.FromString,
                     response_serializer=contextengine_dot_v1_dot_session__service__pb2.ListEventsResponse.SerializeToString,
+            ),
+            'RewindSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.RewindSession,
+                    request_deserializer=contextengine_dot_v1_dot_session__service__pb2.RewindSessionRequest.FromString,
+                    response_serializer=contextengine_dot_v1_dot_session__service__pb2.RewindSessionResponse.SerializeToString,
             ),
             'GetAppConfig': grpc.unary_unary_rpc_method_handler(
                     servicer.GetAppConfig,
@@ -395,6 +417,33 @@ class SessionService:
             '/contextengine.v1.SessionService/ListEvents',
             contextengine_dot_v1_dot_session__service__pb2.ListEventsRequest.SerializeToString,
             contextengine_dot_v1_dot_session__service__pb2.ListEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RewindSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextengine.v1.SessionService/RewindSession',
+            contextengine_dot_v1_dot_session__service__pb2.RewindSessionRequest.SerializeToString,
+            contextengine_dot_v1_dot_session__service__pb2.RewindSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

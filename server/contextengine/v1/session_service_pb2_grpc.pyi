@@ -72,6 +72,14 @@ class SessionServiceStub:
     """
     ListEvents: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.ListEventsRequest, _session_service_pb2.ListEventsResponse]
     """Lists a session's events in log order after a sequence cursor, in pages."""
+    RewindSession: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.RewindSessionRequest, _session_service_pb2.RewindSessionResponse]
+    """Rewinds a session to just before an invocation, as google-adk's `Runner.rewind_async`: appends
+    a rewind event (author "user", a fresh "e-" invocation id) whose state delta restores the
+    session-scope state as it was before the first event of that invocation (keys added since are
+    set to null). Contexts and summaries then ignore every event from that first event through the
+    rewind event; nothing is deleted. NOT_FOUND / INVOCATION_NOT_FOUND if no event of the session
+    has that invocation id.
+    """
     GetAppConfig: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetAppConfigRequest, _session_service_pb2.GetAppConfigResponse]
     """Returns an app's configuration (an empty configuration if none was set)."""
     UpdateAppConfig: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.UpdateAppConfigRequest, _session_service_pb2.UpdateAppConfigResponse]
@@ -109,6 +117,14 @@ class SessionServiceAsyncStub(SessionServiceStub):
     """
     ListEvents: _aio.UnaryUnaryMultiCallable[_session_service_pb2.ListEventsRequest, _session_service_pb2.ListEventsResponse]  # type: ignore[assignment]
     """Lists a session's events in log order after a sequence cursor, in pages."""
+    RewindSession: _aio.UnaryUnaryMultiCallable[_session_service_pb2.RewindSessionRequest, _session_service_pb2.RewindSessionResponse]  # type: ignore[assignment]
+    """Rewinds a session to just before an invocation, as google-adk's `Runner.rewind_async`: appends
+    a rewind event (author "user", a fresh "e-" invocation id) whose state delta restores the
+    session-scope state as it was before the first event of that invocation (keys added since are
+    set to null). Contexts and summaries then ignore every event from that first event through the
+    rewind event; nothing is deleted. NOT_FOUND / INVOCATION_NOT_FOUND if no event of the session
+    has that invocation id.
+    """
     GetAppConfig: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetAppConfigRequest, _session_service_pb2.GetAppConfigResponse]  # type: ignore[assignment]
     """Returns an app's configuration (an empty configuration if none was set)."""
     UpdateAppConfig: _aio.UnaryUnaryMultiCallable[_session_service_pb2.UpdateAppConfigRequest, _session_service_pb2.UpdateAppConfigResponse]  # type: ignore[assignment]
@@ -185,6 +201,20 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_session_service_pb2.ListEventsResponse, _abc.Awaitable[_session_service_pb2.ListEventsResponse]]:
         """Lists a session's events in log order after a sequence cursor, in pages."""
+
+    @_abc_1.abstractmethod
+    def RewindSession(
+        self,
+        request: _session_service_pb2.RewindSessionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_service_pb2.RewindSessionResponse, _abc.Awaitable[_session_service_pb2.RewindSessionResponse]]:
+        """Rewinds a session to just before an invocation, as google-adk's `Runner.rewind_async`: appends
+        a rewind event (author "user", a fresh "e-" invocation id) whose state delta restores the
+        session-scope state as it was before the first event of that invocation (keys added since are
+        set to null). Contexts and summaries then ignore every event from that first event through the
+        rewind event; nothing is deleted. NOT_FOUND / INVOCATION_NOT_FOUND if no event of the session
+        has that invocation id.
+        """
 
     @_abc_1.abstractmethod
     def GetAppConfig(
