@@ -87,12 +87,16 @@ class Part(_message.Message):
     PART_METADATA_FIELD_NUMBER: _builtins.int
     MEDIA_RESOLUTION_FIELD_NUMBER: _builtins.int
     AUDIO_TRANSCRIPTION_FIELD_NUMBER: _builtins.int
+    MEDIA_PROCESSING_FIELD_NUMBER: _builtins.int
+    SPEECH_METADATA_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     """Plain text. An empty string counts as "no text" when deciding whether a part is visible."""
     thought: _builtins.bool
     """True when `text` is the model's reasoning ("thought") rather than its answer."""
     thought_signature: _builtins.bytes
     """Opaque signature of the model's reasoning; must be echoed back to the model unchanged."""
+    media_processing: _builtins.str
+    """How the model should process the media of this part (google-genai `MediaProcessing` name)."""
     @_builtins.property
     def function_call(self) -> Global___FunctionCall:
         """A tool call requested by the model."""
@@ -141,6 +145,10 @@ class Part(_message.Message):
     def audio_transcription(self) -> Global___Transcription:
         """Transcription of an audio part, as produced by the live API."""
 
+    @_builtins.property
+    def speech_metadata(self) -> _struct_pb2.Struct:
+        """Speech synthesis metadata of the part (google-genai `SpeechMetadata`), passed through as JSON."""
+
     def __init__(
         self,
         *,
@@ -159,17 +167,23 @@ class Part(_message.Message):
         part_metadata: _struct_pb2.Struct | None = ...,
         media_resolution: _struct_pb2.Struct | None = ...,
         audio_transcription: Global___Transcription | None = ...,
+        media_processing: _builtins.str | None = ...,
+        speech_metadata: _struct_pb2.Struct | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_text", b"_text", "_thought", b"_thought", "_thought_signature", b"_thought_signature", "audio_transcription", b"audio_transcription", "code_execution_result", b"code_execution_result", "executable_code", b"executable_code", "file_data", b"file_data", "function_call", b"function_call", "function_response", b"function_response", "inline_data", b"inline_data", "media_resolution", b"media_resolution", "part_metadata", b"part_metadata", "text", b"text", "thought", b"thought", "thought_signature", b"thought_signature", "tool_call", b"tool_call", "tool_response", b"tool_response", "video_metadata", b"video_metadata"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_media_processing", b"_media_processing", "_text", b"_text", "_thought", b"_thought", "_thought_signature", b"_thought_signature", "audio_transcription", b"audio_transcription", "code_execution_result", b"code_execution_result", "executable_code", b"executable_code", "file_data", b"file_data", "function_call", b"function_call", "function_response", b"function_response", "inline_data", b"inline_data", "media_processing", b"media_processing", "media_resolution", b"media_resolution", "part_metadata", b"part_metadata", "speech_metadata", b"speech_metadata", "text", b"text", "thought", b"thought", "thought_signature", b"thought_signature", "tool_call", b"tool_call", "tool_response", b"tool_response", "video_metadata", b"video_metadata"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_text", b"_text", "_thought", b"_thought", "_thought_signature", b"_thought_signature", "audio_transcription", b"audio_transcription", "code_execution_result", b"code_execution_result", "executable_code", b"executable_code", "file_data", b"file_data", "function_call", b"function_call", "function_response", b"function_response", "inline_data", b"inline_data", "media_resolution", b"media_resolution", "part_metadata", b"part_metadata", "text", b"text", "thought", b"thought", "thought_signature", b"thought_signature", "tool_call", b"tool_call", "tool_response", b"tool_response", "video_metadata", b"video_metadata"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_media_processing", b"_media_processing", "_text", b"_text", "_thought", b"_thought", "_thought_signature", b"_thought_signature", "audio_transcription", b"audio_transcription", "code_execution_result", b"code_execution_result", "executable_code", b"executable_code", "file_data", b"file_data", "function_call", b"function_call", "function_response", b"function_response", "inline_data", b"inline_data", "media_processing", b"media_processing", "media_resolution", b"media_resolution", "part_metadata", b"part_metadata", "speech_metadata", b"speech_metadata", "text", b"text", "thought", b"thought", "thought_signature", b"thought_signature", "tool_call", b"tool_call", "tool_response", b"tool_response", "video_metadata", b"video_metadata"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__media_processing: _TypeAlias = _typing.Literal["media_processing"]  # noqa: Y015
+    _WhichOneofArgType__media_processing: _TypeAlias = _typing.Literal["_media_processing", b"_media_processing"]  # noqa: Y015
     _WhichOneofReturnType__text: _TypeAlias = _typing.Literal["text"]  # noqa: Y015
     _WhichOneofArgType__text: _TypeAlias = _typing.Literal["_text", b"_text"]  # noqa: Y015
     _WhichOneofReturnType__thought: _TypeAlias = _typing.Literal["thought"]  # noqa: Y015
     _WhichOneofArgType__thought: _TypeAlias = _typing.Literal["_thought", b"_thought"]  # noqa: Y015
     _WhichOneofReturnType__thought_signature: _TypeAlias = _typing.Literal["thought_signature"]  # noqa: Y015
     _WhichOneofArgType__thought_signature: _TypeAlias = _typing.Literal["_thought_signature", b"_thought_signature"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__media_processing) -> _WhichOneofReturnType__media_processing | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__text) -> _WhichOneofReturnType__text | None: ...
     @_typing.overload

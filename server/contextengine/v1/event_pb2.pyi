@@ -544,10 +544,11 @@ class EventCompaction(_message.Message):
     END_SEQUENCE_FIELD_NUMBER: _builtins.int
     start_timestamp: _builtins.float
     """Timestamp of the first summarised event. Raw events with `start_timestamp <= timestamp <=
-    end_timestamp` are hidden from contexts while this summary survives (ADK's rule).
+    end_timestamp` are hidden from contexts while this summary survives (ADK's rule). Required by
+    ADK (explicit presence, so that 0.0 survives a JSON round trip).
     """
     end_timestamp: _builtins.float
-    """Timestamp of the last summarised event."""
+    """Timestamp of the last summarised event. Required by ADK."""
     start_sequence: _builtins.int
     """Sequence of the first summarised event, when the engine knows it (0 = unknown, e.g. an event
     imported from ADK). Engine-only field: strip before handing the event to ADK.
@@ -563,17 +564,24 @@ class EventCompaction(_message.Message):
     def __init__(
         self,
         *,
-        start_timestamp: _builtins.float = ...,
-        end_timestamp: _builtins.float = ...,
+        start_timestamp: _builtins.float | None = ...,
+        end_timestamp: _builtins.float | None = ...,
         compacted_content: _content_pb2.Content | None = ...,
         start_sequence: _builtins.int = ...,
         end_sequence: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["compacted_content", b"compacted_content"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_end_timestamp", b"_end_timestamp", "_start_timestamp", b"_start_timestamp", "compacted_content", b"compacted_content", "end_timestamp", b"end_timestamp", "start_timestamp", b"start_timestamp"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["compacted_content", b"compacted_content", "end_sequence", b"end_sequence", "end_timestamp", b"end_timestamp", "start_sequence", b"start_sequence", "start_timestamp", b"start_timestamp"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_end_timestamp", b"_end_timestamp", "_start_timestamp", b"_start_timestamp", "compacted_content", b"compacted_content", "end_sequence", b"end_sequence", "end_timestamp", b"end_timestamp", "start_sequence", b"start_sequence", "start_timestamp", b"start_timestamp"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__end_timestamp: _TypeAlias = _typing.Literal["end_timestamp"]  # noqa: Y015
+    _WhichOneofArgType__end_timestamp: _TypeAlias = _typing.Literal["_end_timestamp", b"_end_timestamp"]  # noqa: Y015
+    _WhichOneofReturnType__start_timestamp: _TypeAlias = _typing.Literal["start_timestamp"]  # noqa: Y015
+    _WhichOneofArgType__start_timestamp: _TypeAlias = _typing.Literal["_start_timestamp", b"_start_timestamp"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__end_timestamp) -> _WhichOneofReturnType__end_timestamp | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__start_timestamp) -> _WhichOneofReturnType__start_timestamp | None: ...
 
 Global___EventCompaction: _TypeAlias = EventCompaction  # noqa: Y015
 
@@ -729,12 +737,12 @@ class CacheMetadata(_message.Message):
     expire_time: _builtins.float
     """When the cache expires, in seconds since the Unix epoch."""
     fingerprint: _builtins.str
-    """Fingerprint of the cached (or cacheable) prefix of the request."""
+    """Fingerprint of the cached (or cacheable) prefix of the request. Required by ADK."""
     invocations_used: _builtins.int
     """Number of invocations that have used the cache (>= 0)."""
     contents_count: _builtins.int
     """Active cache: number of leading contents in the cache. Fingerprint only: length of the
-    fingerprinted prefix.
+    fingerprinted prefix. Required by ADK (explicit presence: 0 is a common value).
     """
     created_at: _builtins.float
     """When the cache was created, in seconds since the Unix epoch."""
@@ -743,29 +751,37 @@ class CacheMetadata(_message.Message):
         *,
         cache_name: _builtins.str | None = ...,
         expire_time: _builtins.float | None = ...,
-        fingerprint: _builtins.str = ...,
+        fingerprint: _builtins.str | None = ...,
         invocations_used: _builtins.int | None = ...,
-        contents_count: _builtins.int = ...,
+        contents_count: _builtins.int | None = ...,
         created_at: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_cache_name", b"_cache_name", "_created_at", b"_created_at", "_expire_time", b"_expire_time", "_invocations_used", b"_invocations_used", "cache_name", b"cache_name", "created_at", b"created_at", "expire_time", b"expire_time", "invocations_used", b"invocations_used"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cache_name", b"_cache_name", "_contents_count", b"_contents_count", "_created_at", b"_created_at", "_expire_time", b"_expire_time", "_fingerprint", b"_fingerprint", "_invocations_used", b"_invocations_used", "cache_name", b"cache_name", "contents_count", b"contents_count", "created_at", b"created_at", "expire_time", b"expire_time", "fingerprint", b"fingerprint", "invocations_used", b"invocations_used"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cache_name", b"_cache_name", "_created_at", b"_created_at", "_expire_time", b"_expire_time", "_invocations_used", b"_invocations_used", "cache_name", b"cache_name", "contents_count", b"contents_count", "created_at", b"created_at", "expire_time", b"expire_time", "fingerprint", b"fingerprint", "invocations_used", b"invocations_used"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cache_name", b"_cache_name", "_contents_count", b"_contents_count", "_created_at", b"_created_at", "_expire_time", b"_expire_time", "_fingerprint", b"_fingerprint", "_invocations_used", b"_invocations_used", "cache_name", b"cache_name", "contents_count", b"contents_count", "created_at", b"created_at", "expire_time", b"expire_time", "fingerprint", b"fingerprint", "invocations_used", b"invocations_used"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__cache_name: _TypeAlias = _typing.Literal["cache_name"]  # noqa: Y015
     _WhichOneofArgType__cache_name: _TypeAlias = _typing.Literal["_cache_name", b"_cache_name"]  # noqa: Y015
+    _WhichOneofReturnType__contents_count: _TypeAlias = _typing.Literal["contents_count"]  # noqa: Y015
+    _WhichOneofArgType__contents_count: _TypeAlias = _typing.Literal["_contents_count", b"_contents_count"]  # noqa: Y015
     _WhichOneofReturnType__created_at: _TypeAlias = _typing.Literal["created_at"]  # noqa: Y015
     _WhichOneofArgType__created_at: _TypeAlias = _typing.Literal["_created_at", b"_created_at"]  # noqa: Y015
     _WhichOneofReturnType__expire_time: _TypeAlias = _typing.Literal["expire_time"]  # noqa: Y015
     _WhichOneofArgType__expire_time: _TypeAlias = _typing.Literal["_expire_time", b"_expire_time"]  # noqa: Y015
+    _WhichOneofReturnType__fingerprint: _TypeAlias = _typing.Literal["fingerprint"]  # noqa: Y015
+    _WhichOneofArgType__fingerprint: _TypeAlias = _typing.Literal["_fingerprint", b"_fingerprint"]  # noqa: Y015
     _WhichOneofReturnType__invocations_used: _TypeAlias = _typing.Literal["invocations_used"]  # noqa: Y015
     _WhichOneofArgType__invocations_used: _TypeAlias = _typing.Literal["_invocations_used", b"_invocations_used"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__cache_name) -> _WhichOneofReturnType__cache_name | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__contents_count) -> _WhichOneofReturnType__contents_count | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__created_at) -> _WhichOneofReturnType__created_at | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__expire_time) -> _WhichOneofReturnType__expire_time | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__fingerprint) -> _WhichOneofReturnType__fingerprint | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__invocations_used) -> _WhichOneofReturnType__invocations_used | None: ...
 
