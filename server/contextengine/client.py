@@ -26,12 +26,13 @@ from grpc_status import rpc_status
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import (
     config_pb2,
+    content_pb2,
+    context_service_pb2 as cpb,
+    context_service_pb2_grpc,
     event_pb2,
     session_pb2,
-    session_service_pb2_grpc,
-)
-from contextengine.v1 import (
     session_service_pb2 as pb,
+    session_service_pb2_grpc,
 )
 
 T = TypeVar("T")
@@ -98,6 +99,7 @@ class ContextEngineClient:
             ],
         )
         self._sessions = session_service_pb2_grpc.SessionServiceStub(self._channel)
+        self._contexts = context_service_pb2_grpc.ContextServiceStub(self._channel)
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -285,6 +287,59 @@ class ContextEngineClient:
             token = response.next_page_token
             if not token:
                 return
+
+    async def rewind_session(
+        self, app_name: str, user_id: str, session_id: str, rewind_before_invocation_id: str
+    ) -> event_pb2.Event:
+        """Rewinds to just before an invocation; returns the recorded rewind event. Not retried
+        (a retry would append a second rewind event)."""
+        request = pb.RewindSessionRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            rewind_before_invocation_id=rewind_before_invocation_id,
+        )
+        response = await self._call(
+            lambda: self._sessions.RewindSession(request, timeout=self.timeout), frozenset()
+        )
+        return response.event
+
+    # Contexts ------------------------------------------------------------------------------
+
+    async def build_context(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        agent_name: str = "",
+        branch: str | None = None,
+        isolation_scope: str | None = None,
+        include_contents: cpb.IncludeContents.ValueType = cpb.INCLUDE_CONTENTS_DEFAULT,
+        model: cpb.ModelIdentity | None = None,
+        include_thoughts_from_other_agents: bool = False,
+        user_content: content_pb2.Content | None = None,
+    ) -> cpb.BuildContextResponse:
+        """The model contents for ``agent_name``'s next model call."""
+        request = cpb.BuildContextRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            agent_name=agent_name,
+            include_contents=include_contents,
+            include_thoughts_from_other_agents=include_thoughts_from_other_agents,
+        )
+        if branch is not None:
+            request.branch = branch
+        if isolation_scope is not None:
+            request.isolation_scope = isolation_scope
+        if model is not None:
+            request.model.CopyFrom(model)
+        if user_content is not None:
+            request.user_content.CopyFrom(user_content)
+        return await self._call(
+            lambda: self._contexts.BuildContext(request, timeout=self.timeout), _RETRYABLE_READ
+        )
 
     # App configuration ---------------------------------------------------------------------
 

@@ -13,10 +13,12 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from contextengine.service._event_cache import SessionEventCache
 from contextengine.service._handlers import generic_handler
+from contextengine.service.context_service import ContextServicer
 from contextengine.service.session_service import SessionServicer
 from contextengine.store import EventStore
-from contextengine.v1 import session_service_pb2
+from contextengine.v1 import context_service_pb2, session_service_pb2
 
 _LOG = logging.getLogger("contextengine.server")
 
@@ -25,7 +27,9 @@ DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
 DEFAULT_DB = "contextengine.db"
 MEMORY_DB = ":memory:"
 
-SERVICES = (session_service_pb2.DESCRIPTOR.services_by_name["SessionService"],)
+SESSION_SERVICE = session_service_pb2.DESCRIPTOR.services_by_name["SessionService"]
+CONTEXT_SERVICE = context_service_pb2.DESCRIPTOR.services_by_name["ContextService"]
+SERVICES = (SESSION_SERVICE, CONTEXT_SERVICE)
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,13 @@ class ContextEngineServer:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        servicer = SessionServicer(self.store)
+        events = SessionEventCache(self.store)
+        servicers = {
+            SESSION_SERVICE: SessionServicer(self.store),
+            CONTEXT_SERVICE: ContextServicer(self.store, events),
+        }
         server.add_generic_rpc_handlers(
-            tuple(generic_handler(svc, servicer, limit) for svc in SERVICES)
+            tuple(generic_handler(svc, impl, limit) for svc, impl in servicers.items())
         )
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         names = [svc.full_name for svc in SERVICES]

@@ -1,0 +1,114 @@
+"""The pipeline: events in, the model contents ADK 2.13 would send out.
+
+``IncludeContents.DEFAULT`` is ADK's ``_get_contents`` (the whole history) and
+``IncludeContents.NONE`` its ``_get_current_turn_contents`` (the same pipeline over the events
+from the start of the current turn). Steps, in ADK's order:
+
+rewinds (6.1) -> visibility (6.3) -> compaction masking + recovery of compacted calls (6.4,
+only when a visible summary exists) -> transcription folding (6.5) -> other-agent framing (6.6)
+-> call/response repair (6.7) -> emit, plus the isolated agent's first turn (6.8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from contextengine.core.context._compaction_view import mask_compacted, recover_compacted_calls
+from contextengine.core.context._current_turn import current_turn_start
+from contextengine.core.context._emit import emit_contents, task_input_content
+from contextengine.core.context._fencing import fence_other_agents
+from contextengine.core.context._model import Item, item_from_event
+from contextengine.core.context._options import ContextOptions, IncludeContents
+from contextengine.core.context._rearrange import (
+    drop_orphaned_calls,
+    drop_orphaned_responses,
+    rearrange_async_history,
+)
+from contextengine.core.context._rearrange_latest import rearrange_latest_response
+from contextengine.core.context._rewind import live_indices
+from contextengine.core.context._transcription import fold_transcriptions
+from contextengine.core.context._visibility import call_ids, visible_items
+from contextengine.v1 import content_pb2, event_pb2
+
+__all__ = ["build_contents", "history_contents"]
+
+
+def build_contents(
+    events: Sequence[event_pb2.Event],
+    options: ContextOptions,
+    *,
+    prepend_scope_content: bool = True,
+) -> list[content_pb2.Content]:
+    """The contents of the model request for ``options``' agent, from the session's events in
+    log order. Pure; ``events`` are not modified. The returned messages may be the input events'
+    own ``content`` messages (or a summary's ``compacted_content``): treat them as read-only.
+
+    ``IncludeContents.NONE`` never shows other agents' thoughts (as ADK's contents processor,
+    whatever ``include_thoughts_from_other_agents`` says). ``prepend_scope_content=False`` leaves
+    out the isolated agent's first user turn (for callers that extend an earlier result)."""
+    if options.include_contents is IncludeContents.NONE:
+        if options.include_thoughts_from_other_agents:
+            options = dataclasses.replace(options, include_thoughts_from_other_agents=False)
+        cache: list[Item | None] = [None] * len(events)
+
+        def item_at(index: int) -> Item:
+            item = cache[index]
+            if item is None:
+                item = cache[index] = item_from_event(events[index])
+            return item
+
+        start = current_turn_start(events, options, item_at)
+        if start is None:
+            return []
+        return history_contents(
+            events[start:],
+            options,
+            items=[item_at(index) for index in range(start, len(events))],
+            prepend_scope_content=prepend_scope_content,
+        )
+    return history_contents(events, options, prepend_scope_content=prepend_scope_content)
+
+
+def history_contents(
+    events: Sequence[event_pb2.Event],
+    options: ContextOptions,
+    *,
+    items: Sequence[Item] | None = None,
+    prepend_scope_content: bool = True,
+) -> list[content_pb2.Content]:
+    """ADK's ``_get_contents`` over ``events``; ``items``, when given, are
+    ``item_from_event`` of each event (to avoid reading the events twice)."""
+    live = live_indices(events)
+    if items is None:
+        live_items = [item_from_event(events[index]) for index in live]
+    else:
+        live_items = [items[index] for index in live]
+    visible = visible_items(
+        live_items,
+        agent_name=options.agent_name,
+        branch=options.branch,
+        isolation_scope=options.isolation_scope,
+        include_thoughts_from_other_agents=options.include_thoughts_from_other_agents,
+        ids=call_ids(live_items),
+    )
+    if any(item.is_compaction for item in visible):
+        processed = recover_compacted_calls(mask_compacted(visible, options.agent_name), visible)
+    else:
+        processed = visible
+    framed = fence_other_agents(
+        fold_transcriptions(processed),
+        agent_name=options.agent_name,
+        include_thoughts=options.include_thoughts_from_other_agents,
+        preamble=options.other_agent_preamble,
+    )
+    paired = rearrange_latest_response(drop_orphaned_responses(framed), drop_orphans=False)
+    repaired = drop_orphaned_calls(rearrange_async_history(paired))
+    contents = emit_contents(
+        repaired, preserve_function_call_ids=options.preserve_function_call_ids
+    )
+    if prepend_scope_content and options.isolation_scope is not None:
+        first = task_input_content(events, options.isolation_scope, options.user_content)
+        if first is not None:
+            contents.insert(0, first)
+    return contents

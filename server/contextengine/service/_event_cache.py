@@ -1,0 +1,83 @@
+"""Keeps recently used sessions' logs in memory and tops them up with what was appended since.
+
+The sidecar is the only writer of its store, but the cache still asks the store for the session's
+head (last sequence, creation time) on every use and reads only the events after the cached ones,
+so it is never stale: a deleted and re-created session is detected by its creation time. Memory is
+bounded by the total number of cached events (least recently used sessions are dropped first).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from contextengine.store import EventFilter, EventStore, SessionKey
+from contextengine.v1 import event_pb2
+
+_PAGE = 1000
+
+
+@dataclass
+class _Entry:
+    create_time: float
+    last_sequence: int = 0
+    events: list[event_pb2.Event] = field(default_factory=list)
+    #: bumped whenever the cached list is replaced rather than extended
+    generation: int = 0
+
+
+@dataclass(frozen=True)
+class SessionLog:
+    events: list[event_pb2.Event]
+    last_sequence: int
+    #: changes when the cached log was rebuilt from scratch (views over it must rebuild too)
+    generation: int
+
+
+class SessionEventCache:
+    def __init__(self, store: EventStore, max_events: int = 500_000) -> None:
+        self._store = store
+        self._max_events = max_events
+        self._entries: OrderedDict[SessionKey, _Entry] = OrderedDict()
+        self._cached_events = 0
+        self._generations = 0
+
+    async def log(self, key: SessionKey) -> SessionLog:
+        """The session's whole log (raises SESSION_NOT_FOUND)."""
+        head = await self._store.get_session(key, EventFilter(num_recent_events=0))
+        entry = self._entries.get(key)
+        if (
+            entry is None
+            or entry.create_time != head.create_time
+            or entry.last_sequence > head.last_sequence
+        ):
+            self._drop(key)
+            self._generations += 1
+            entry = _Entry(create_time=head.create_time, generation=self._generations)
+            self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while entry.last_sequence < head.last_sequence:
+            page, _ = await self._store.list_events(key, entry.last_sequence, _PAGE)
+            if not page:
+                break
+            entry.events.extend(page)
+            entry.last_sequence = page[-1].sequence
+            self._cached_events += len(page)
+        self._evict(keep=key)
+        return SessionLog(entry.events, entry.last_sequence, entry.generation)
+
+    def invalidate(self, key: SessionKey) -> None:
+        self._drop(key)
+
+    def _drop(self, key: SessionKey) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._cached_events -= len(entry.events)
+
+    def _evict(self, keep: SessionKey) -> None:
+        while self._cached_events > self._max_events and len(self._entries) > 1:
+            oldest = next(iter(self._entries))
+            if oldest == keep:
+                self._entries.move_to_end(keep)
+                continue
+            self._drop(oldest)

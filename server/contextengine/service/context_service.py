@@ -1,0 +1,145 @@
+"""``contextengine.v1.ContextService``: model contexts, materialized incrementally."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from contextengine.core.context import (
+    DEFAULT_OTHER_AGENT_PREAMBLE,
+    ContextOptions,
+    IncludeContents,
+)
+from contextengine.core.context.incremental import View, materialize
+from contextengine.core.tokens import TokenCounter, default_counter
+from contextengine.core.validate import (
+    check_agent_name,
+    check_branch,
+    check_id,
+    check_session_address,
+)
+from contextengine.errors import invalid
+from contextengine.service._event_cache import SessionEventCache
+from contextengine.store import EventStore, SessionKey
+from contextengine.v1 import content_pb2, context_service_pb2 as pb, event_pb2
+
+_KEEP_IDS = frozenset(
+    {
+        pb.MODEL_PROVIDER_ANTHROPIC,
+        pb.MODEL_PROVIDER_LITELLM,
+        pb.MODEL_PROVIDER_OPENAI_RESPONSES,
+    }
+)
+
+
+def preserve_function_call_ids(model: pb.ModelIdentity) -> bool:
+    """ADK keeps 'adk-' call ids for models that pair calls and responses by id."""
+    if model.provider in _KEEP_IDS:
+        return True
+    return model.provider in (pb.MODEL_PROVIDER_GEMINI, pb.MODEL_PROVIDER_UNSPECIFIED) and (
+        model.use_interactions_api
+    )
+
+
+@dataclass(frozen=True)
+class _ViewKey:
+    session: SessionKey
+    options: ContextOptions
+    generation: int
+
+
+class ContextServicer:
+    """Implements ``ContextService``; keeps one incrementally extended view per
+    (session, options) in a bounded LRU."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        events: SessionEventCache,
+        counter: TokenCounter | None = None,
+        max_views: int = 512,
+    ) -> None:
+        self._store = store
+        self._events = events
+        self._counter = counter if counter is not None else default_counter()
+        self._views: OrderedDict[tuple[SessionKey, ContextOptions, bytes], tuple[int, View]] = (
+            OrderedDict()
+        )
+        self._max_views = max_views
+
+    async def _options(self, request: pb.BuildContextRequest) -> ContextOptions:
+        check_agent_name(request.agent_name)
+        if request.HasField("branch"):
+            check_branch(request.branch)
+        if request.HasField("isolation_scope"):
+            check_id(request.isolation_scope, "isolation_scope")
+        if request.include_contents not in pb.IncludeContents.values():
+            raise invalid(
+                "INVALID_ARGUMENT",
+                "include_contents",
+                f"include_contents {request.include_contents} is not a known value",
+            )
+        if request.model.provider not in pb.ModelProvider.values():
+            raise invalid(
+                "INVALID_ARGUMENT",
+                "model.provider",
+                f"model.provider {request.model.provider} is not a known value",
+            )
+        config = await self._store.get_app_config(request.app_name)
+        preamble = DEFAULT_OTHER_AGENT_PREAMBLE
+        if config is not None and config.HasField("other_agent_preamble"):
+            preamble = config.other_agent_preamble
+        user_content: content_pb2.Content | None = None
+        if request.HasField("user_content"):
+            user_content = content_pb2.Content()
+            user_content.CopyFrom(request.user_content)
+        return ContextOptions(
+            agent_name=request.agent_name,
+            branch=request.branch if request.HasField("branch") else None,
+            isolation_scope=(
+                request.isolation_scope if request.HasField("isolation_scope") else None
+            ),
+            include_contents=(
+                IncludeContents.NONE
+                if request.include_contents == pb.INCLUDE_CONTENTS_NONE
+                else IncludeContents.DEFAULT
+            ),
+            preserve_function_call_ids=preserve_function_call_ids(request.model),
+            include_thoughts_from_other_agents=request.include_thoughts_from_other_agents,
+            other_agent_preamble=preamble,
+            user_content=user_content,
+        )
+
+    async def BuildContext(self, request: pb.BuildContextRequest, context: object) -> bytes:
+        check_session_address(request.app_name, request.user_id, request.session_id)
+        key = SessionKey(request.app_name, request.user_id, request.session_id)
+        options = await self._options(request)
+        log = await self._events.log(key)
+        view = self.view(key, options, log.events, log.generation)
+        tail = pb.BuildContextResponse(
+            last_sequence=log.last_sequence,
+            token_estimate=pb.TokenEstimate(tokens=view.total_tokens, counter=self._counter.name),
+        )
+        return b"".join(view.encoded) + tail.SerializeToString()
+
+    def view(
+        self,
+        key: SessionKey,
+        options: ContextOptions,
+        events: Sequence[event_pb2.Event],
+        generation: int,
+    ) -> View:
+        """The (cached, extended or rebuilt) view of ``events``."""
+        # Protobuf messages are not hashable: key the user content by its bytes.
+        user_content = (
+            b"" if options.user_content is None else options.user_content.SerializeToString()
+        )
+        cache_key = (key, replace(options, user_content=None), user_content)
+        cached = self._views.pop(cache_key, None)
+        previous = cached[1] if cached is not None and cached[0] == generation else None
+        view = materialize(events, options, self._counter, previous)
+        self._views[cache_key] = (generation, view)
+        while len(self._views) > self._max_views:
+            self._views.popitem(last=False)
+        return view

@@ -1,0 +1,236 @@
+"""BuildContext over a real gRPC server."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from contextengine.client import ContextEngineClient, RpcError
+from contextengine.core.context import DEFAULT_OTHER_AGENT_PREAMBLE
+from contextengine.core.structs import dict_to_struct
+from contextengine.v1 import (
+    config_pb2,
+    content_pb2,
+    context_service_pb2 as cpb,
+    context_service_pb2_grpc,
+    event_pb2,
+)
+from tests.service.helpers import text_event
+
+APP = "app"
+
+
+def call_event(
+    call_id: str, *, invocation_id: str = "i1", timestamp: float = 0.0
+) -> event_pb2.Event:
+    return event_pb2.Event(
+        author="agent",
+        invocation_id=invocation_id,
+        timestamp=timestamp,
+        content=content_pb2.Content(
+            role="model",
+            parts=[
+                content_pb2.Part(
+                    function_call=content_pb2.FunctionCall(
+                        id=call_id, name="get_weather", args=dict_to_struct({"city": "Paris"})
+                    )
+                )
+            ],
+        ),
+    )
+
+
+def response_event(
+    call_id: str, *, invocation_id: str = "i1", timestamp: float = 0.0
+) -> event_pb2.Event:
+    return event_pb2.Event(
+        author="agent",
+        invocation_id=invocation_id,
+        timestamp=timestamp,
+        content=content_pb2.Content(
+            role="user",
+            parts=[
+                content_pb2.Part(
+                    function_response=content_pb2.FunctionResponse(
+                        id=call_id, name="get_weather", response=dict_to_struct({"temp": 21})
+                    )
+                )
+            ],
+        ),
+    )
+
+
+@pytest.fixture
+async def conversation(client: ContextEngineClient) -> str:
+    await client.create_session(APP, "u1", "s1")
+    for event in [
+        text_event("Weather in Paris?", invocation_id="i1"),
+        call_event("adk-123"),
+        response_event("adk-123"),
+        text_event("It is 21 degrees.", author="agent"),
+        text_event("I am the planner.", author="planner"),
+    ]:
+        await client.append_event(APP, "u1", "s1", event)
+    return "s1"
+
+
+async def test_contents_follow_adk_rules(client: ContextEngineClient, conversation: str) -> None:
+    response = await client.build_context(APP, "u1", conversation, agent_name="agent")
+    assert response.last_sequence == 5
+    roles = [c.role for c in response.contents]
+    assert roles == ["user", "model", "user", "model", "user"]
+    # Gemini: adk- ids are stripped from the request copy.
+    assert not response.contents[1].parts[0].function_call.HasField("id")
+    assert not response.contents[2].parts[0].function_response.HasField("id")
+    # Another agent's turn is quoted user content after the preamble.
+    other = response.contents[4]
+    assert other.parts[0].text == DEFAULT_OTHER_AGENT_PREAMBLE
+    assert other.parts[1].text.startswith("[planner] said:\n<<<BEGIN_QUOTED_AGENT_CONTENT>>>")
+    assert response.token_estimate.counter == "tiktoken/cl100k_base"
+    assert response.token_estimate.tokens > 0
+
+
+async def test_ids_kept_for_id_pairing_models(
+    client: ContextEngineClient, conversation: str
+) -> None:
+    for model in (
+        cpb.ModelIdentity(provider=cpb.MODEL_PROVIDER_ANTHROPIC),
+        cpb.ModelIdentity(provider=cpb.MODEL_PROVIDER_GEMINI, use_interactions_api=True),
+    ):
+        response = await client.build_context(
+            APP, "u1", conversation, agent_name="agent", model=model
+        )
+        assert response.contents[1].parts[0].function_call.id == "adk-123"
+
+
+async def test_current_turn_only(client: ContextEngineClient, conversation: str) -> None:
+    await client.append_event(APP, "u1", conversation, text_event("And Rome?", invocation_id="i2"))
+    response = await client.build_context(
+        APP, "u1", conversation, agent_name="agent", include_contents=cpb.INCLUDE_CONTENTS_NONE
+    )
+    assert [c.parts[0].text for c in response.contents] == ["And Rome?"]
+
+
+async def test_preamble_is_configurable(client: ContextEngineClient, conversation: str) -> None:
+    await client.update_app_config(
+        config_pb2.AppConfig(app_name=APP, other_agent_preamble="QUOTED:")
+    )
+    response = await client.build_context(APP, "u1", conversation, agent_name="agent")
+    assert response.contents[4].parts[0].text == "QUOTED:"
+
+
+async def test_incremental_results_match_a_fresh_build(client: ContextEngineClient) -> None:
+    await client.create_session(APP, "u1", "grow")
+    for i in range(12):
+        await client.append_event(APP, "u1", "grow", text_event(f"q{i}", invocation_id=f"i{i}"))
+        await client.append_event(APP, "u1", "grow", call_event(f"c{i}", invocation_id=f"i{i}"))
+        await client.append_event(APP, "u1", "grow", response_event(f"c{i}", invocation_id=f"i{i}"))
+        grown = await client.build_context(APP, "u1", "grow", agent_name="agent")
+        if i == 6:
+            await client.rewind_session(APP, "u1", "grow", "i3")
+    async with ContextEngineClient(client.target) as other:
+        fresh_view = await other.build_context(APP, "u1", "grow", agent_name="agent", branch="")
+    assert list(grown.contents) == list(fresh_view.contents)
+    texts = [c.parts[0].text for c in grown.contents if c.parts[0].HasField("text")]
+    assert texts == ["q0", "q1", "q2", "q7", "q8", "q9", "q10", "q11"]
+
+
+async def test_malformed_logs_still_materialize(client: ContextEngineClient) -> None:
+    await client.create_session(APP, "u1", "odd")
+    rewind = event_pb2.Event(author="user", invocation_id="r")
+    rewind.actions.rewind_before_invocation_id = "never-seen"
+    summary = event_pb2.Event(author="user", invocation_id="c")
+    summary.actions.compaction.start_timestamp = 50.0
+    summary.actions.compaction.end_timestamp = 10.0
+    summary.actions.compaction.compacted_content.role = "model"
+    summary.actions.compaction.compacted_content.parts.add(text="backwards summary")
+    for event in [
+        text_event("hi", timestamp=1.0),
+        response_event("no-such-call", timestamp=2.0),
+        rewind,
+        summary,
+        text_event("still here", timestamp=3.0),
+    ]:
+        await client.append_event(APP, "u1", "odd", event)
+    response = await client.build_context(APP, "u1", "odd", agent_name="agent")
+    assert "backwards summary" in [p.text for c in response.contents for p in c.parts]
+
+
+async def test_bad_input(client: ContextEngineClient, conversation: str) -> None:
+    stub = context_service_pb2_grpc.ContextServiceStub(client.channel)
+    base = {"app_name": APP, "user_id": "u1", "session_id": conversation}
+    cases = [
+        (
+            cpb.BuildContextRequest(**{**base, "session_id": "nope"}),
+            grpc.StatusCode.NOT_FOUND,
+            "SESSION_NOT_FOUND",
+            None,
+        ),
+        (
+            cpb.BuildContextRequest(**{**base, "session_id": ""}),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "MISSING_FIELD",
+            "session_id",
+        ),
+        (
+            cpb.BuildContextRequest(**base, agent_name="bad name!"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ID",
+            "agent_name",
+        ),
+        (
+            cpb.BuildContextRequest(**base, branch="root..a"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ID",
+            "branch",
+        ),
+        (
+            cpb.BuildContextRequest(**base, branch="root.a b"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ID",
+            "branch",
+        ),
+        (
+            cpb.BuildContextRequest(**base, isolation_scope="x\x01"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ID",
+            "isolation_scope",
+        ),
+        (
+            cpb.BuildContextRequest(**base, include_contents=7),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ARGUMENT",
+            "include_contents",
+        ),  # type: ignore[arg-type]
+        (
+            cpb.BuildContextRequest(**base, model=cpb.ModelIdentity(provider=42)),  # type: ignore[arg-type]
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ARGUMENT",
+            "model.provider",
+        ),
+    ]
+    for request, code, reason, field in cases:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.BuildContext(request)
+        assert err.value.code() == code, request
+        failure = await _reason(client, request)
+        assert failure.reason == reason
+        if field is not None:
+            assert failure.metadata["field"] == field
+
+
+async def _reason(client: ContextEngineClient, request: cpb.BuildContextRequest) -> RpcError:
+    with pytest.raises(RpcError) as err:
+        await client.build_context(
+            request.app_name,
+            request.user_id,
+            request.session_id,
+            agent_name=request.agent_name,
+            branch=request.branch if request.HasField("branch") else None,
+            isolation_scope=request.isolation_scope
+            if request.HasField("isolation_scope")
+            else None,
+            include_contents=request.include_contents,
+            model=request.model,
+        )
+    return err.value
