@@ -52,6 +52,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """INVALID_ARGUMENT: some other field has an invalid value (negative page size, negative count,
     ...). Metadata: `field`.
     """
+    ERROR_REASON_INVALID_CURSOR: _ErrorReason.ValueType  # 9
+    """INVALID_ARGUMENT: a subscription cursor is malformed or beyond the end of the log.
+    Metadata: `field`.
+    """
     ERROR_REASON_SESSION_NOT_FOUND: _ErrorReason.ValueType  # 20
     """NOT_FOUND: the session does not exist. Metadata: `app_name`, `user_id`, `session_id`."""
     ERROR_REASON_INVOCATION_NOT_FOUND: _ErrorReason.ValueType  # 21
@@ -69,6 +73,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_REQUEST_TOO_LARGE: _ErrorReason.ValueType  # 50
     """RESOURCE_EXHAUSTED: the request is larger than the server's limit. Metadata: `limit_bytes`,
     `request_bytes`.
+    """
+    ERROR_REASON_SUBSCRIBER_LAGGED: _ErrorReason.ValueType  # 51
+    """RESOURCE_EXHAUSTED: a subscriber fell further behind than its buffer allows. Metadata:
+    `cursor` (the last cursor delivered); resubscribe from it to receive the rest from the store.
     """
     ERROR_REASON_SHUTTING_DOWN: _ErrorReason.ValueType  # 60
     """UNAVAILABLE: the server is shutting down; retry against another instance."""
@@ -102,6 +110,10 @@ ERROR_REASON_INVALID_ARGUMENT: ErrorReason.ValueType  # 8
 """INVALID_ARGUMENT: some other field has an invalid value (negative page size, negative count,
 ...). Metadata: `field`.
 """
+ERROR_REASON_INVALID_CURSOR: ErrorReason.ValueType  # 9
+"""INVALID_ARGUMENT: a subscription cursor is malformed or beyond the end of the log.
+Metadata: `field`.
+"""
 ERROR_REASON_SESSION_NOT_FOUND: ErrorReason.ValueType  # 20
 """NOT_FOUND: the session does not exist. Metadata: `app_name`, `user_id`, `session_id`."""
 ERROR_REASON_INVOCATION_NOT_FOUND: ErrorReason.ValueType  # 21
@@ -119,6 +131,10 @@ ERROR_REASON_SEQUENCE_MISMATCH: ErrorReason.ValueType  # 40
 ERROR_REASON_REQUEST_TOO_LARGE: ErrorReason.ValueType  # 50
 """RESOURCE_EXHAUSTED: the request is larger than the server's limit. Metadata: `limit_bytes`,
 `request_bytes`.
+"""
+ERROR_REASON_SUBSCRIBER_LAGGED: ErrorReason.ValueType  # 51
+"""RESOURCE_EXHAUSTED: a subscriber fell further behind than its buffer allows. Metadata:
+`cursor` (the last cursor delivered); resubscribe from it to receive the rest from the store.
 """
 ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 60
 """UNAVAILABLE: the server is shutting down; retry against another instance."""
