@@ -103,16 +103,13 @@ def normalise(value: Any, key: str | None = None) -> Any:
     return value
 
 
-def ours(
-    events: Sequence[event_pb2.Event], options: ContextOptions
-) -> list[content_pb2.Content]:
+def ours(events: Sequence[event_pb2.Event], options: ContextOptions) -> list[content_pb2.Content]:
     return build_contents(events, options)
 
 
 def as_json(contents: Sequence[content_pb2.Content]) -> list[Any]:
     return [
-        normalise(json_format.MessageToDict(c, preserving_proto_field_name=True))
-        for c in contents
+        normalise(json_format.MessageToDict(c, preserving_proto_field_name=True)) for c in contents
     ]
 
 

@@ -42,7 +42,12 @@ def emit_contents(
         if not item.has_content:
             continue
         parts = item.parts
-        needs_strip = strip_ids and any(view.adk_id for view in parts)
+        needs_strip = False
+        if strip_ids:
+            for view in parts:
+                if view.adk_id:
+                    needs_strip = True
+                    break
         original = item.content
         if original is not None and not needs_strip:
             contents.append(original)

@@ -22,7 +22,6 @@ from typing import Any
 from google.protobuf import struct_pb2
 
 from contextengine.core.context._model import Item, PartView, synthetic_item, text_part
-from contextengine.core.context._visibility import is_other_agent_reply
 from contextengine.core.structs import struct_to_dict
 
 __all__ = [
@@ -125,11 +124,17 @@ def fence_other_agents(
                 call_author[call.id] = item.author
     result: list[Item] = []
     for item in items:
-        other = is_other_agent_reply(agent_name, item)
-        if not other and item.has_content:
+        # is_other_agent_reply, inlined: this loop runs once per event
+        source = item.source
+        author = item.author
+        if source is not None and source.live_session_id:
+            other = author != "user"
+        else:
+            other = bool(agent_name) and author != agent_name and author != "user"
+        if not other and item.responses and item.has_content:
             for response in item.responses:
-                author = call_author.get(response.id) if response.id else None
-                if author and author != agent_name and author != "user":
+                caller = call_author.get(response.id) if response.id else None
+                if caller and caller != agent_name and caller != "user":
                     other = True
                     break
         if not other:

@@ -74,6 +74,12 @@ class Item:
     responses: tuple[FnRef, ...]
     #: ``actions.compaction`` is set (summary events, also once materialised)
     is_compaction: bool
+    #: read from the input event, for the visibility step: the content has a role and a part
+    #: visible with thoughts hidden / shown (section 1.4)
+    shows: bool = True
+    shows_with_thoughts: bool = True
+    #: ``actions.rewind_before_invocation_id`` of the input event
+    rewind_target: str = ""
 
     @property
     def invocation_id(self) -> str:
@@ -171,31 +177,38 @@ def content_role(content: content_pb2.Content) -> str | None:
 
 
 def item_from_event(event: event_pb2.Event) -> Item:
-    if event.HasField("content"):
-        content: content_pb2.Content | None = event.content
-        assert content is not None
-        role = content_role(content)
-        parts = part_views(content.parts)
-        calls = calls_of(parts) if parts else ()
-        responses = responses_of(parts) if parts else ()
-        has_content = True
-    else:
-        content = role = None
-        parts = calls = responses = ()
-        has_content = False
+    actions = event.actions
+    if not event.HasField("content"):
+        return Item(
+            event, event, event.author, event.timestamp, False, None, (), None, (), (),
+            actions.HasField("compaction"), False, False, actions.rewind_before_invocation_id,
+        )  # fmt: skip
+    content = event.content
+    role: str | None = content.role
+    if not role and not content.HasField("role"):
+        role = None
+    views: list[PartView] = []
+    calls: tuple[FnRef, ...] = ()
+    responses: tuple[FnRef, ...] = ()
+    shows = shows_with_thoughts = False
+    for part in content.parts:
+        view = part_view(part)
+        views.append(view)
+        if view.call is not None:
+            calls += (view.call,)
+        elif view.response is not None:
+            responses += (view.response,)
+        if view.visible_with_thoughts:
+            shows_with_thoughts = True
+            if view.visible:
+                shows = True
+    if not role:
+        shows = shows_with_thoughts = False
     return Item(
-        event,
-        event,
-        event.author,
-        event.timestamp,
-        has_content,
-        role,
-        parts,
-        content,
-        calls,
-        responses,
-        event.actions.HasField("compaction"),
-    )
+        event, event, event.author, event.timestamp, True, role, tuple(views), content, calls,
+        responses, actions.HasField("compaction"), shows, shows_with_thoughts,
+        actions.rewind_before_invocation_id,
+    )  # fmt: skip
 
 
 def synthetic_item(
@@ -225,7 +238,10 @@ def synthetic_item(
 
 
 def text_part(text: str) -> PartView:
-    return part_view(content_pb2.Part(text=text))
+    """A new part holding ``text`` (what ``part_view`` would say about it, without asking)."""
+    return PartView(
+        content_pb2.Part(text=text), None, None, text, False, bool(text), bool(text), False
+    )
 
 
 def calls_of(parts: Iterable[PartView]) -> tuple[FnRef, ...]:

@@ -79,11 +79,10 @@ def history_contents(
 ) -> list[content_pb2.Content]:
     """ADK's ``_get_contents`` over ``events``; ``items``, when given, are
     ``item_from_event`` of each event (to avoid reading the events twice)."""
-    live = live_indices(events)
     if items is None:
-        live_items = [item_from_event(events[index]) for index in live]
-    else:
-        live_items = [items[index] for index in live]
+        items = [item_from_event(event) for event in events]
+    live = live_indices(events, [item.rewind_target for item in items])
+    live_items = items if len(live) == len(items) else [items[index] for index in live]
     visible = visible_items(
         live_items,
         agent_name=options.agent_name,

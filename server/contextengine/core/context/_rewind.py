@@ -17,9 +17,13 @@ from contextengine.v1 import event_pb2
 __all__ = ["apply_rewinds", "live_indices"]
 
 
-def live_indices(events: Sequence[event_pb2.Event]) -> list[int]:
-    """Positions (ascending) of the events of ``events`` that survive all rewinds."""
-    targets = [event.actions.rewind_before_invocation_id for event in events]
+def live_indices(
+    events: Sequence[event_pb2.Event], targets: Sequence[str] | None = None
+) -> list[int]:
+    """Positions (ascending) of the events of ``events`` that survive all rewinds. ``targets``,
+    when given, are the events' ``actions.rewind_before_invocation_id`` already read."""
+    if targets is None:
+        targets = [event.actions.rewind_before_invocation_id for event in events]
     if not any(targets):
         return list(range(len(events)))
     first_index: dict[str, int] = {}

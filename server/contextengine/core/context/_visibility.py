@@ -83,19 +83,13 @@ def is_empty(item: Item, source: event_pb2.Event, *, include_thoughts: bool) -> 
     transcription. Summaries are never empty."""
     if item.is_compaction:
         return False
-    if item.has_content and item.role and item.parts:
-        if include_thoughts:
-            if any(view.visible_with_thoughts for view in item.parts):
-                return False
-        elif any(view.visible for view in item.parts):
-            return False
+    if item.shows_with_thoughts if include_thoughts else item.shows:
+        return False
     return not (source.HasField("output_transcription") or source.HasField("input_transcription"))
 
 
 def is_framework_event(item: Item) -> bool:
-    return any(call.name in FRAMEWORK_CALL_NAMES for call in item.calls) or any(
-        response.name in FRAMEWORK_CALL_NAMES for response in item.responses
-    )
+    return not FRAMEWORK_CALL_NAMES.isdisjoint([ref.name for ref in item.calls + item.responses])
 
 
 def same_scope(source: event_pb2.Event, isolation_scope: str | None) -> bool:
@@ -150,31 +144,36 @@ def visible_items(
 ) -> list[Item]:
     """The items an agent may see (all of section 6.3), in order. ``ids`` are the function-call
     ids of the whole live session (for the tool sub-branch rule)."""
-    branch_memo: dict[str, bool] = {}
-    sub_branch_memo: dict[str, bool] = {}
+    # rules 4 and 6 depend on the event's branch only: decided once per distinct branch
+    branch_ok: dict[str, bool] = {}
     kept: list[Item] = []
     for item in items:
-        include_thoughts = include_thoughts_from_other_agents and is_other_agent_reply(
-            agent_name, item
-        )
-        if not is_visible(
-            item,
-            branch=branch,
-            isolation_scope=isolation_scope,
-            include_thoughts=include_thoughts,
-            branch_memo=branch_memo,
-        ):
-            continue
         source = item.source
         assert source is not None
+        if not same_scope(source, isolation_scope):
+            continue
+        responses = item.responses
+        if item.author == "user" and not responses and source.node_info.path:
+            continue
+        if not item.is_compaction:
+            if include_thoughts_from_other_agents and is_other_agent_reply(agent_name, item):
+                shown = item.shows_with_thoughts
+            else:
+                shown = item.shows
+            if not shown and not (
+                source.HasField("output_transcription") or source.HasField("input_transcription")
+            ):
+                continue
         event_branch = source.branch
         if event_branch:
-            below = sub_branch_memo.get(event_branch)
-            if below is None:
-                below = sub_branch_memo[event_branch] = is_tool_sub_branch(
-                    branch, event_branch, agent_name, ids
-                )
-            if below:
+            ok = branch_ok.get(event_branch)
+            if ok is None:
+                ok = branch_ok[event_branch] = branch_is_visible(
+                    branch, event_branch
+                ) and not is_tool_sub_branch(branch, event_branch, agent_name, ids)
+            if not ok:
                 continue
+        if (item.calls or responses) and is_framework_event(item):
+            continue
         kept.append(item)
     return kept
