@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from contextengine.core.context import Item, item_from_event
 from contextengine.store import EventFilter, EventStore, SessionKey
 from contextengine.v1 import event_pb2
 
@@ -22,6 +23,8 @@ class _Entry:
     create_time: float
     last_sequence: int = 0
     events: list[event_pb2.Event] = field(default_factory=list)
+    #: the context pipeline's per-event facts, parallel to ``events`` (events never change)
+    items: list[Item] = field(default_factory=list)
     #: bumped whenever the cached list is replaced rather than extended
     generation: int = 0
 
@@ -29,6 +32,7 @@ class _Entry:
 @dataclass(frozen=True)
 class SessionLog:
     events: list[event_pb2.Event]
+    items: list[Item]
     last_sequence: int
     #: changes when the cached log was rebuilt from scratch (views over it must rebuild too)
     generation: int
@@ -61,10 +65,11 @@ class SessionEventCache:
             if not page:
                 break
             entry.events.extend(page)
+            entry.items.extend(item_from_event(event) for event in page)
             entry.last_sequence = page[-1].sequence
             self._cached_events += len(page)
         self._evict(keep=key)
-        return SessionLog(entry.events, entry.last_sequence, entry.generation)
+        return SessionLog(entry.events, entry.items, entry.last_sequence, entry.generation)
 
     def invalidate(self, key: SessionKey) -> None:
         self._drop(key)

@@ -10,6 +10,7 @@ from contextengine.core.context import (
     DEFAULT_OTHER_AGENT_PREAMBLE,
     ContextOptions,
     IncludeContents,
+    Item,
 )
 from contextengine.core.context.incremental import View, materialize
 from contextengine.core.tokens import TokenCounter, default_counter
@@ -116,12 +117,13 @@ class ContextServicer:
         key = SessionKey(request.app_name, request.user_id, request.session_id)
         options = await self._options(request)
         log = await self._events.log(key)
-        view = self.view(key, options, log.events, log.generation)
+        view = self.view(key, options, log.events, log.generation, log.items)
         tail = pb.BuildContextResponse(
             last_sequence=log.last_sequence,
             token_estimate=pb.TokenEstimate(tokens=view.total_tokens, counter=self._counter.name),
         )
-        return b"".join(view.encoded) + tail.SerializeToString()
+        # Fields may come in any order: the cached encoded contents, then the rest (one copy).
+        return b"".join((view.body, tail.SerializeToString()))
 
     def view(
         self,
@@ -129,6 +131,7 @@ class ContextServicer:
         options: ContextOptions,
         events: Sequence[event_pb2.Event],
         generation: int,
+        items: Sequence[Item] | None = None,
     ) -> View:
         """The (cached, extended or rebuilt) view of ``events``."""
         # Protobuf messages are not hashable: key the user content by its bytes.
@@ -138,7 +141,7 @@ class ContextServicer:
         cache_key = (key, replace(options, user_content=None), user_content)
         cached = self._views.pop(cache_key, None)
         previous = cached[1] if cached is not None and cached[0] == generation else None
-        view = materialize(events, options, self._counter, previous)
+        view = materialize(events, options, self._counter, previous, items)
         self._views[cache_key] = (generation, view)
         while len(self._views) > self._max_views:
             self._views.popitem(last=False)

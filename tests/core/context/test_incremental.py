@@ -31,8 +31,9 @@ def _check_growth(
         view = materialize(prefix, options, COUNTER, view)
         full = build_contents(prefix, options)
         assert view.contents == full, f"differs after {cut} events ({view.mode})"
-        assert view.encoded == [encode_contents_field(c) for c in full]
+        assert bytes(view.body) == b"".join(encode_contents_field(c) for c in full)
         assert view.tokens == [COUNTER.count_content(c) for c in full]
+        assert view.total_tokens == sum(view.tokens)
 
 
 @settings(

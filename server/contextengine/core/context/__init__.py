@@ -8,6 +8,7 @@ transcription folding -> other-agent rewriting -> call/response repair -> id str
 
 from __future__ import annotations
 
+from contextengine.core.context._model import Item, item_from_event
 from contextengine.core.context._options import (
     DEFAULT_OTHER_AGENT_PREAMBLE,
     ContextOptions,
@@ -19,5 +20,7 @@ __all__ = [
     "DEFAULT_OTHER_AGENT_PREAMBLE",
     "ContextOptions",
     "IncludeContents",
+    "Item",
     "build_contents",
+    "item_from_event",
 ]

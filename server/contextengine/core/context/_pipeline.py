@@ -39,9 +39,11 @@ def build_contents(
     options: ContextOptions,
     *,
     prepend_scope_content: bool = True,
+    items: Sequence[Item] | None = None,
 ) -> list[content_pb2.Content]:
     """The contents of the model request for ``options``' agent, from the session's events in
-    log order. Pure; ``events`` are not modified. The returned messages may be the input events'
+    log order. ``items``, when given, are ``item_from_event`` of each event, computed earlier
+    (items are never modified, so callers may cache them per event). Pure; ``events`` are not modified. The returned messages may be the input events'
     own ``content`` messages (or a summary's ``compacted_content``): treat them as read-only.
 
     ``IncludeContents.NONE`` never shows other agents' thoughts (as ADK's contents processor,
@@ -50,7 +52,7 @@ def build_contents(
     if options.include_contents is IncludeContents.NONE:
         if options.include_thoughts_from_other_agents:
             options = dataclasses.replace(options, include_thoughts_from_other_agents=False)
-        cache: list[Item | None] = [None] * len(events)
+        cache: list[Item | None] = list(items) if items is not None else [None] * len(events)
 
         def item_at(index: int) -> Item:
             item = cache[index]
@@ -67,7 +69,9 @@ def build_contents(
             items=[item_at(index) for index in range(start, len(events))],
             prepend_scope_content=prepend_scope_content,
         )
-    return history_contents(events, options, prepend_scope_content=prepend_scope_content)
+    return history_contents(
+        events, options, items=items, prepend_scope_content=prepend_scope_content
+    )
 
 
 def history_contents(

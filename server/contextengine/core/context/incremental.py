@@ -27,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from contextengine.core.context._model import Item, item_from_event
 from contextengine.core.context._options import ContextOptions, IncludeContents
 from contextengine.core.context._pipeline import build_contents
-from contextengine.core.context._rewind import apply_rewinds
+from contextengine.core.context._rewind import live_indices
 from contextengine.core.tokens import TokenCounter
 from contextengine.v1 import content_pb2, event_pb2
 
@@ -60,20 +61,38 @@ class _Ids:
     responses: set[str] = field(default_factory=set)
     long_running: set[str] = field(default_factory=set)
     branch_run_ids: set[str] = field(default_factory=set)
+    #: calls and long-running ids without a response (kept up to date by ``add``)
+    open: set[str] = field(default_factory=set)
 
-    def add(self, event: event_pb2.Event) -> None:
-        if event.HasField("content"):
-            for part in event.content.parts:
-                if part.HasField("function_call") and part.function_call.id:
-                    self.calls.add(part.function_call.id)
-                if part.HasField("function_response") and part.function_response.id:
-                    self.responses.add(part.function_response.id)
-        self.long_running.update(event.long_running_tool_ids)
+    def add(self, event: event_pb2.Event, item: Item) -> None:
+        for ref in item.calls:
+            if ref.id:
+                self.calls.add(ref.id)
+                if ref.id not in self.responses:
+                    self.open.add(ref.id)
+        for ref in item.responses:
+            if ref.id:
+                self.responses.add(ref.id)
+                self.open.discard(ref.id)
+        for lr_id in event.long_running_tool_ids:
+            self.long_running.add(lr_id)
+            if lr_id not in self.responses:
+                self.open.add(lr_id)
         if event.branch:
             for segment in event.branch.split("."):
                 _, at, run_id = segment.partition("@")
                 if at:
                     self.branch_run_ids.add(run_id)
+
+    def knows(self, ids: set[str]) -> bool:
+        """Whether any of ``ids`` is a call, response, long-running or branch run id here."""
+        return any(
+            i in self.calls
+            or i in self.responses
+            or i in self.branch_run_ids
+            or i in self.long_running
+            for i in ids
+        )
 
 
 @dataclass
@@ -83,10 +102,12 @@ class View:
     options: ContextOptions
     event_count: int
     contents: list[content_pb2.Content]
-    #: per content: its encoding as a response field (so a response is a byte concatenation)
-    encoded: list[bytes]
+    #: the contents encoded as BuildContextResponse fields, concatenated (a response is this
+    #: plus the encoded remaining fields)
+    body: bytearray
     #: per content: its token count
     tokens: list[int]
+    total_tokens: int
     #: whether a later call may extend this view instead of rebuilding it
     extendable: bool
     #: call ids over the raw log (for conflicts with new events)
@@ -101,19 +122,19 @@ class View:
     #: how this view was produced last: "full" or "extended"
     mode: str = "full"
 
-    @property
-    def total_tokens(self) -> int:
-        return sum(self.tokens)
+    def append(self, contents: Sequence[content_pb2.Content], counter: TokenCounter) -> None:
+        for content in contents:
+            self.contents.append(content)
+            self.body += encode_contents_field(content)
+            tokens = counter.count_content(content)
+            self.tokens.append(tokens)
+            self.total_tokens += tokens
 
 
 def _is_transcription_only(event: event_pb2.Event) -> bool:
     return not event.HasField("content") and (
         event.HasField("input_transcription") or event.HasField("output_transcription")
     )
-
-
-def _open_call_ids(live: _Ids) -> set[str]:
-    return (live.calls - live.responses) | (live.long_running - live.responses)
 
 
 def _tail_closed(events: Sequence[event_pb2.Event]) -> bool:
@@ -139,47 +160,44 @@ def _tail_closed(events: Sequence[event_pb2.Event]) -> bool:
     )
 
 
-def _can_extend(view: View, new: Sequence[event_pb2.Event]) -> bool:
+def _can_extend(view: View, new: Sequence[event_pb2.Event], new_items: Sequence[Item]) -> bool:
     if not view.extendable:
         return False
     new_ids = _Ids()
     previous_time = view.max_time
-    for event in new:
-        actions = event.actions
-        if actions.HasField("compaction") or actions.rewind_before_invocation_id:
+    for event, item in zip(new, new_items, strict=True):
+        if item.is_compaction or item.rewind_target:
             return False
         if view.has_compaction:
             # Summaries re-sort the history by timestamp and hide events inside their ranges.
             if event.timestamp < previous_time or event.timestamp <= view.max_summary_end:
                 return False
             previous_time = event.timestamp
-        new_ids.add(event)
+        new_ids.add(event, item)
     old = view.ids
-    if new_ids.responses & old.calls or new_ids.long_running & old.calls:
+    if any(i in old.calls for i in new_ids.responses | new_ids.long_running):
         return False
-    if new_ids.calls & (old.calls | old.responses | old.branch_run_ids | old.long_running):
+    if old.knows(new_ids.calls):
         return False
-    if new_ids.branch_run_ids & old.calls:
+    if any(i in old.calls for i in new_ids.branch_run_ids):
         return False
     scope = view.options.isolation_scope
     return not (scope and scope in new_ids.calls)
 
 
 def _summarize(
-    events: Sequence[event_pb2.Event],
+    events: Sequence[event_pb2.Event], items: Sequence[Item]
 ) -> tuple[_Ids, _Ids, bool, float, float, bool]:
-    live = _Ids()
-    for event in apply_rewinds(list(events)):
-        live.add(event)
     ids = _Ids()
+    live = _Ids()
     has_compaction = False
     max_time = 0.0
     max_end = 0.0
     finite = True
-    for event in events:
-        ids.add(event)
-        max_time = max(max_time, event.timestamp)
-        if event.actions.HasField("compaction"):
+    for event, item in zip(events, items, strict=True):
+        ids.add(event, item)
+        max_time = max(max_time, item.timestamp)
+        if item.is_compaction:
             has_compaction = True
             compaction = event.actions.compaction
             bounds = (compaction.start_timestamp, compaction.end_timestamp)
@@ -187,64 +205,87 @@ def _summarize(
                 finite = False
             else:
                 max_end = max(max_end, *bounds)
+    if any(item.rewind_target for item in items):
+        for index in live_indices(events, [item.rewind_target for item in items]):
+            live.add(events[index], items[index])
+    else:
+        live = _copy_ids(ids)
     return ids, live, has_compaction, max_time, max_end, finite
 
 
-def materialize(
+def _copy_ids(ids: _Ids) -> _Ids:
+    return _Ids(
+        set(ids.calls),
+        set(ids.responses),
+        set(ids.long_running),
+        set(ids.branch_run_ids),
+        set(ids.open),
+    )
+
+
+def _new_view(
     events: Sequence[event_pb2.Event],
+    items: Sequence[Item],
     options: ContextOptions,
-    count_tokens: TokenCounter,
-    previous: View | None = None,
+    counter: TokenCounter,
+    contents: list[content_pb2.Content],
 ) -> View:
-    """The view of all ``events``, extending ``previous`` when that is provably equivalent."""
-    counter = count_tokens.count_content
-    if options.include_contents is IncludeContents.NONE:
-        contents = build_contents(events, options)
-        return View(
-            options=options,
-            event_count=len(events),
-            contents=contents,
-            encoded=[encode_contents_field(c) for c in contents],
-            tokens=[counter(c) for c in contents],
-            extendable=False,
-            ids=_Ids(),
-            live_ids=_Ids(),
-            has_compaction=False,
-            max_time=0.0,
-        )
-    if (
-        previous is not None
-        and previous.options == options
-        and previous.event_count <= len(events)
-        and _can_extend(previous, events[previous.event_count :])
-    ):
-        new = events[previous.event_count :]
-        if not new:
-            return previous
-        added = build_contents(new, options, prepend_scope_content=False)
-        previous.contents.extend(added)
-        previous.encoded.extend(encode_contents_field(c) for c in added)
-        previous.tokens.extend(counter(c) for c in added)
-        for event in new:
-            previous.ids.add(event)
-            previous.live_ids.add(event)
-            previous.max_time = max(previous.max_time, event.timestamp)
-        previous.event_count = len(events)
-        previous.extendable = not _open_call_ids(previous.live_ids) and _tail_closed(events)
-        previous.mode = "extended"
-        return previous
-    contents = build_contents(events, options)
-    ids, live, has_compaction, max_time, max_end, finite = _summarize(events)
-    return View(
+    ids, live, has_compaction, max_time, max_end, finite = _summarize(events, items)
+    view = View(
         options=options,
         event_count=len(events),
-        contents=contents,
-        encoded=[encode_contents_field(c) for c in contents],
-        tokens=[counter(c) for c in contents],
-        extendable=finite and not _open_call_ids(live) and _tail_closed(events),
+        contents=[],
+        body=bytearray(),
+        tokens=[],
+        total_tokens=0,
+        extendable=finite and not live.open and _tail_closed(events),
         ids=ids,
         live_ids=live,
         has_compaction=has_compaction,
         max_time=max_time,
         max_summary_end=max_end,
     )
+    view.append(contents, counter)
+    return view
+
+
+def materialize(
+    events: Sequence[event_pb2.Event],
+    options: ContextOptions,
+    counter: TokenCounter,
+    previous: View | None = None,
+    items: Sequence[Item] | None = None,
+) -> View:
+    """The view of all ``events``, extending ``previous`` when that is provably equivalent.
+    ``items``, when given, are ``item_from_event`` of each event (cached by the caller)."""
+    if items is None:
+        items = [item_from_event(event) for event in events]
+    if options.include_contents is IncludeContents.NONE:
+        contents = build_contents(events, options, items=items)
+        view = _new_view([], [], options, counter, contents)
+        view.event_count = len(events)
+        view.extendable = False
+        return view
+    if (
+        previous is not None
+        and previous.options == options
+        and previous.event_count <= len(events)
+        and _can_extend(previous, events[previous.event_count :], items[previous.event_count :])
+    ):
+        start = previous.event_count
+        new = events[start:]
+        if not new:
+            return previous
+        new_items = items[start:]
+        added = build_contents(new, options, prepend_scope_content=False, items=new_items)
+        previous.append(added, counter)
+        for event, item in zip(new, new_items, strict=True):
+            previous.ids.add(event, item)
+            previous.live_ids.add(event, item)
+            previous.max_time = max(previous.max_time, item.timestamp)
+        previous.event_count = len(events)
+        previous.extendable = not previous.live_ids.open and _tail_closed(events)
+        previous.mode = "extended"
+        return previous
+    contents = build_contents(events, options, items=items)
+    return _new_view(events, items, options, counter, contents)
