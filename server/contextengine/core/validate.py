@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from contextengine.core.state import validate_state
 from contextengine.core.structs import struct_to_dict
@@ -13,8 +14,11 @@ from contextengine.v1 import config_pb2, event_pb2
 MAX_ID_CHARS = 256
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _has_control_chars(value: str) -> bool:
-    return any(ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in value)
+    return _CONTROL.search(value) is not None
 
 
 def check_id(value: str, field: str, *, required: bool = True) -> None:
