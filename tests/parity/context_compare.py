@@ -79,8 +79,14 @@ def _pure(events: Sequence[event_pb2.Event], options: ContextOptions) -> list[co
     return list(build_contents(list(events), options))
 
 
+def _grpc(events: Sequence[event_pb2.Event], options: ContextOptions) -> list[content_pb2.Content]:
+    from .grpc_engine import build_over_grpc
+
+    return build_over_grpc(events, options)
+
+
 #: Every engine the differential tests check against ADK.
-ENGINES: tuple[Engine, ...] = (Engine("pure", _pure),)
+ENGINES: tuple[Engine, ...] = (Engine("pure", _pure), Engine("grpc", _grpc))
 
 
 # --------------------------------------------------------------------------------- the two sides

@@ -74,7 +74,8 @@ class ContextServicer:
         if request.HasField("branch"):
             check_branch(request.branch)
         if request.HasField("isolation_scope"):
-            check_id(request.isolation_scope, "isolation_scope")
+            # '' is a scope of its own (ADK distinguishes it from no scope).
+            check_id(request.isolation_scope, "isolation_scope", required=False)
         if request.include_contents not in pb.IncludeContents.values():
             raise invalid(
                 "INVALID_ARGUMENT",
