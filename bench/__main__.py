@@ -10,13 +10,14 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS_DIR, DataCheckError, Options, Report, append, context
+from bench import RESULTS_DIR, DataCheckError, Options, Report, append, context, subscribe
 
 Benchmark = Callable[[Options], Coroutine[Any, Any, Report]]
 
 BENCHMARKS: dict[str, Benchmark] = {
     "append": append.run,
     "context": context.run,
+    "subscribe": subscribe.run,
 }
 
 

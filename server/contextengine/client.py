@@ -8,21 +8,26 @@ Every call has a deadline (``timeout``). Calls that are safe to repeat are retri
 after UNAVAILABLE (and DEADLINE_EXCEEDED for reads): every read, and appends, which are idempotent
 because the client gives each event an id (and a timestamp) before the first attempt. Errors are
 raised as :class:`RpcError` with the gRPC code and the server's ``ErrorInfo`` reason.
+
+Streams (``subscribe_events``, ``watch_session_state``) have no deadline. They resubscribe by
+themselves, from the last cursor received, when the server shuts down, the connection is lost or
+the subscriber lagged; close them with ``contextlib.aclosing`` (or ``aclose()``) when done.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
+from contextengine._resumable import FollowPolicy, follow
+from contextengine._rpc_errors import RpcError, to_rpc_error
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import (
     config_pb2,
@@ -33,44 +38,19 @@ from contextengine.v1 import (
     session_pb2,
     session_service_pb2 as pb,
     session_service_pb2_grpc,
+    subscription_service_pb2 as spb,
+    subscription_service_pb2_grpc,
 )
+
+__all__ = ["ContextEngineClient", "RpcError"]
+
+#: the server's heartbeat interval when a request leaves it to the server
+_SERVER_HEARTBEAT_SECONDS = 15.0
 
 T = TypeVar("T")
 
 _RETRYABLE_WRITE = frozenset({grpc.StatusCode.UNAVAILABLE})
 _RETRYABLE_READ = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
-
-
-class RpcError(Exception):
-    """A failed call: the gRPC ``code``, the ``ErrorInfo`` ``reason`` ('' when the failure came
-    from the transport) and its ``metadata``."""
-
-    def __init__(
-        self, code: grpc.StatusCode, message: str, reason: str, metadata: Mapping[str, str]
-    ) -> None:
-        super().__init__(f"{code.name}: {message}" + (f" [{reason}]" if reason else ""))
-        self.code = code
-        self.message = message
-        self.reason = reason
-        self.metadata = dict(metadata)
-
-
-async def _to_rpc_error(err: grpc.aio.AioRpcError) -> RpcError:
-    reason = ""
-    metadata: dict[str, str] = {}
-    try:
-        status = rpc_status.from_call(err)
-    except ValueError:
-        status = None
-    if status is not None:
-        for detail in status.details:
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                info = error_details_pb2.ErrorInfo()
-                detail.Unpack(info)
-                reason = info.reason
-                metadata = dict(info.metadata)
-                break
-    return RpcError(err.code(), err.details() or "", reason, metadata)
 
 
 class ContextEngineClient:
@@ -83,7 +63,9 @@ class ContextEngineClient:
         timeout: float = 10.0,
         attempts: int = 4,
         max_message_bytes: int = 64 * 1024 * 1024,
+        channel_options: Sequence[tuple[str, Any]] = (),
     ) -> None:
+        """``channel_options`` are extra gRPC channel arguments, added to the defaults."""
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.target = target
@@ -96,10 +78,12 @@ class ContextEngineClient:
                 ("grpc.max_send_message_length", max_message_bytes),
                 ("grpc.keepalive_time_ms", 30_000),
                 ("grpc.keepalive_permit_without_calls", 1),
+                *channel_options,
             ],
         )
         self._sessions = session_service_pb2_grpc.SessionServiceStub(self._channel)
         self._contexts = context_service_pb2_grpc.ContextServiceStub(self._channel)
+        self._subscriptions = subscription_service_pb2_grpc.SubscriptionServiceStub(self._channel)
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -130,7 +114,7 @@ class ContextEngineClient:
                 return await fn()
             except grpc.aio.AioRpcError as err:
                 if err.code() not in retry_on or attempt == self.attempts:
-                    raise await _to_rpc_error(err) from None
+                    raise await to_rpc_error(err) from None
             await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")
@@ -357,3 +341,116 @@ class ContextEngineClient:
             _RETRYABLE_WRITE,
         )
         return response.config
+
+    # Subscriptions -------------------------------------------------------------------------
+
+    async def subscribe_events(
+        self,
+        app_name: str,
+        user_id: str = "",
+        session_id: str = "",
+        *,
+        cursor: str = "",
+        authors: Sequence[str] = (),
+        branches: Sequence[str] = (),
+        kinds: Sequence[spb.EventKind.ValueType] = (),
+        heartbeat_seconds: int = 0,
+        max_failures: int = 5,
+        idle_seconds: float | None = None,
+    ) -> AsyncGenerator[spb.SubscribeEventsResponse, None]:
+        """Follows one session (``session_id`` given), every session of a user (``user_id``
+        given) or of the app: the frames of ``SubscribeEvents`` (events, ``caught_up``,
+        heartbeats), starting after ``cursor`` (a frame's cursor; "" = from the start).
+
+        When the stream breaks (server shutdown, connection lost, SUBSCRIBER_LAGGED, or nothing
+        received for ``idle_seconds``, by default three heartbeat intervals), it resubscribes
+        from the last cursor received: no event is missed or repeated, and a new ``caught_up``
+        frame follows the replay. After ``max_failures`` failures in a row the error is raised.
+        """
+        scope = (
+            spb.SUBSCRIPTION_SCOPE_SESSION
+            if session_id
+            else spb.SUBSCRIPTION_SCOPE_USER
+            if user_id
+            else spb.SUBSCRIPTION_SCOPE_APP
+        )
+        if scope == spb.SUBSCRIPTION_SCOPE_SESSION and not (cursor == "" or cursor.isdigit()):
+            raise ValueError(f"a session cursor is a sequence number, not {cursor!r}")
+        last = cursor
+
+        def open_call() -> grpc.aio.UnaryStreamCall[
+            spb.SubscribeEventsRequest, spb.SubscribeEventsResponse
+        ]:
+            request = spb.SubscribeEventsRequest(
+                scope=scope,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                authors=authors,
+                branches=branches,
+                kinds=kinds,
+                heartbeat_seconds=heartbeat_seconds,
+            )
+            if scope == spb.SUBSCRIPTION_SCOPE_SESSION:
+                request.after_sequence = int(last or 0)
+            else:
+                request.after_cursor = last
+            return self._subscriptions.SubscribeEvents(request)
+
+        policy = self._follow_policy(max_failures, idle_seconds, heartbeat_seconds)
+        async with contextlib.aclosing(follow(open_call, policy)) as frames:
+            async for frame in frames:
+                last = _frame_cursor(frame) or last
+                yield frame
+
+    async def watch_session_state(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        heartbeat_seconds: int = 0,
+        max_failures: int = 5,
+        idle_seconds: float | None = None,
+    ) -> AsyncGenerator[spb.WatchSessionStateResponse, None]:
+        """The frames of ``WatchSessionState``: a snapshot of the merged state, then deltas.
+
+        When the stream breaks it is opened again (as ``subscribe_events`` does), and a new
+        snapshot follows: replace the state you hold with it."""
+
+        def open_call() -> grpc.aio.UnaryStreamCall[
+            spb.WatchSessionStateRequest, spb.WatchSessionStateResponse
+        ]:
+            return self._subscriptions.WatchSessionState(
+                spb.WatchSessionStateRequest(
+                    app_name=app_name,
+                    user_id=user_id,
+                    session_id=session_id,
+                    heartbeat_seconds=heartbeat_seconds,
+                )
+            )
+
+        policy = self._follow_policy(max_failures, idle_seconds, heartbeat_seconds)
+        async with contextlib.aclosing(follow(open_call, policy)) as frames:
+            async for frame in frames:
+                yield frame
+
+    @staticmethod
+    def _follow_policy(
+        max_failures: int, idle_seconds: float | None, heartbeat_seconds: int
+    ) -> FollowPolicy:
+        if idle_seconds is None:
+            idle_seconds = 3 * (heartbeat_seconds or _SERVER_HEARTBEAT_SECONDS) + 5.0
+        return FollowPolicy(max_failures=max_failures, idle_seconds=idle_seconds)
+
+
+def _frame_cursor(frame: spb.SubscribeEventsResponse) -> str:
+    """The cursor a frame carries ("" for none)."""
+    kind = frame.WhichOneof("frame")
+    if kind == "event":
+        return frame.event.cursor
+    if kind == "caught_up":
+        return frame.caught_up.cursor
+    if kind == "heartbeat":
+        return frame.heartbeat.cursor
+    return ""

@@ -17,8 +17,10 @@ from contextengine.service._event_cache import SessionEventCache
 from contextengine.service._handlers import generic_handler
 from contextengine.service.context_service import ContextServicer
 from contextengine.service.session_service import SessionServicer
+from contextengine.service.subscription_service import StreamSettings, SubscriptionServicer
 from contextengine.store import EventStore
-from contextengine.v1 import context_service_pb2, session_service_pb2
+from contextengine.subscriptions.broadcaster import Broadcaster
+from contextengine.v1 import context_service_pb2, session_service_pb2, subscription_service_pb2
 
 _LOG = logging.getLogger("contextengine.server")
 
@@ -29,7 +31,11 @@ MEMORY_DB = ":memory:"
 
 SESSION_SERVICE = session_service_pb2.DESCRIPTOR.services_by_name["SessionService"]
 CONTEXT_SERVICE = context_service_pb2.DESCRIPTOR.services_by_name["ContextService"]
-SERVICES = (SESSION_SERVICE, CONTEXT_SERVICE)
+SUBSCRIPTION_SERVICE = subscription_service_pb2.DESCRIPTOR.services_by_name["SubscriptionService"]
+SERVICES = (SESSION_SERVICE, CONTEXT_SERVICE, SUBSCRIPTION_SERVICE)
+
+#: how long open subscription streams get, on shutdown, to end with UNAVAILABLE
+_STREAMS_END_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,10 @@ class ServerSettings:
     max_request_bytes: int = 4 * 1024 * 1024
     #: seconds in-flight RPCs get to finish on shutdown
     grace_seconds: float = 10.0
+    #: changes a subscriber may have waiting before it is ended with SUBSCRIBER_LAGGED
+    subscriber_buffer: int = 1024
+    #: seconds between heartbeats of idle subscription streams, unless the request says otherwise
+    heartbeat_seconds: float = 15.0
 
 
 def open_store(db: str, durability: Literal["normal", "full"] = "normal") -> EventStore:
@@ -67,6 +77,7 @@ class ContextEngineServer:
         self.store = store if store is not None else open_store(settings.db, settings.durability)
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
+        self.broadcaster = Broadcaster(self.store)
         self._port = 0
         self._stopped = False
 
@@ -103,9 +114,15 @@ class ContextEngineServer:
             ]
         )
         events = SessionEventCache(self.store)
+        self.broadcaster.start()
+        streams = StreamSettings(
+            buffer=self.settings.subscriber_buffer,
+            heartbeat_seconds=self.settings.heartbeat_seconds,
+        )
         servicers = {
             SESSION_SERVICE: SessionServicer(self.store),
             CONTEXT_SERVICE: ContextServicer(self.store, events),
+            SUBSCRIPTION_SERVICE: SubscriptionServicer(self.store, self.broadcaster, streams),
         }
         server.add_generic_rpc_handlers(
             tuple(generic_handler(svc, impl, limit) for svc, impl in servicers.items())
@@ -130,12 +147,18 @@ class ContextEngineServer:
         _LOG.info("serving on %s (db=%s)", self.target, self.settings.db)
 
     async def stop(self, grace: float | None = None) -> None:
-        """Graceful shutdown: health goes NOT_SERVING, new RPCs are refused, in-flight RPCs get
-        ``grace`` seconds to finish, then the store flushes and closes. Idempotent."""
+        """Graceful shutdown: health goes NOT_SERVING, open subscription streams end with
+        UNAVAILABLE / SHUTTING_DOWN (their clients resubscribe elsewhere), new RPCs are refused,
+        in-flight RPCs get ``grace`` seconds to finish, then the store flushes and closes.
+        Idempotent."""
         if self._stopped:
             return
         self._stopped = True
         await self._health.enter_graceful_shutdown()
+        seconds = self.settings.grace_seconds if grace is None else grace
+        # Streams never finish by themselves: end them first, or grpc would wait out the grace
+        # period and then cancel them (CANCELLED, which tells a client nothing).
+        await self.broadcaster.shutdown(min(seconds, _STREAMS_END_SECONDS))
         if self._server is not None:
             await self._server.stop(self.settings.grace_seconds if grace is None else grace)
         await self.store.close()

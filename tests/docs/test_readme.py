@@ -65,13 +65,26 @@ async def test_grpcurl_walkthrough(tmp_path: Path) -> None:
     assert "SESSION_NOT_FOUND" in missing.stderr
 
 
-async def test_python_example() -> None:
+async def _run_python_block(heading: str, db: str = ":memory:") -> None:
+    """Runs the first Python block after ``heading`` against a real server."""
     text = README.read_text()
-    block = re.search(r"## Using it from Python\n\n```python\n(.*?)```", text, re.S)
+    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
     assert block is not None
-    async with start_local_server() as server:
+    async with start_local_server(db) as server:
         code = block.group(1).replace(DEFAULT_ADDRESS, server.target)
         body = textwrap.indent(code, "    ")
         namespace: dict[str, object] = {}
         exec(f"async def _example():\n{body}", namespace)  # the README's own code
         await namespace["_example"]()  # type: ignore[operator]
+
+
+async def test_python_example() -> None:
+    await _run_python_block("Using it from Python")
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_subscriptions_example(backend: str, tmp_path: Path) -> None:
+    await _run_python_block(
+        "Subscriptions", ":memory:" if backend == "memory" else str(tmp_path / "ce.db")
+    )

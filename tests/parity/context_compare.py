@@ -8,16 +8,14 @@
 * **Engines**: every entry of :data:`ENGINES` turns the same session (converted to
   ``contextengine.v1.Event`` with ``json_format``, sequences 1, 2, 3, ...) and the view's
   :class:`ContextOptions` into a list of ``contextengine.v1.Content``. The ``pure`` engine calls
-  ``contextengine.core.context.build_contents`` directly.
+  ``contextengine.core.context.build_contents`` directly; the ``grpc`` engine (``grpc_engine``)
+  appends the events to a fresh session of a real sidecar and calls ``BuildContext``.
 
-Adding an engine (for example one that goes through a real server): write one blocking function
-with the :data:`EngineFn` signature and append ``Engine("<name>", <function>)`` to
-:data:`ENGINES`; every differential test is parametrized over that tuple, so nothing else changes.
-A gRPC engine would, per call, create a fresh session on a server started once per process (lazily,
-on its own event loop in a background thread), append ``events`` in order (their ids are unique),
-call ``BuildContext`` with the options mapped to the request fields and return the response's
-contents. If it needs the ADK JSON instead of protos, ``contextengine.adk_json.event_to_adk_json``
-turns the events back.
+Adding an engine: write one blocking function with the :data:`EngineFn` signature and append
+``Engine("<name>", <function>)`` to :data:`ENGINES`; every differential test is parametrized over
+that tuple, so nothing else changes. An engine is called once per view with the whole session;
+it must not modify the events it is given. If it needs the ADK JSON instead of protos,
+``contextengine.adk_json.event_to_adk_json`` turns the events back.
 
 Comparison: ADK's ``content.model_dump(mode='json', exclude_none=True)`` against
 ``json_format.MessageToDict(ours, preserving_proto_field_name=True)``, normalising only what the
@@ -66,10 +64,21 @@ __all__ = [
 EngineFn = Callable[[Sequence[event_pb2.Event], ContextOptions], Sequence[content_pb2.Content]]
 
 
+def _accepts_everything(events: Sequence[event_pb2.Event]) -> bool:
+    return True
+
+
+def _has_authors(events: Sequence[event_pb2.Event]) -> bool:
+    # The service rejects author-less events (INVALID_ARGUMENT); ADK accepts them.
+    return all(event.author for event in events)
+
+
 @dataclass(frozen=True)
 class Engine:
     name: str
     build: EngineFn
+    #: whether the engine's input contract admits the session (else it is not compared)
+    accepts: Callable[[Sequence[event_pb2.Event]], bool] = _accepts_everything
 
     def __str__(self) -> str:
         return self.name
@@ -86,7 +95,7 @@ def _grpc(events: Sequence[event_pb2.Event], options: ContextOptions) -> list[co
 
 
 #: Every engine the differential tests check against ADK.
-ENGINES: tuple[Engine, ...] = (Engine("pure", _pure), Engine("grpc", _grpc))
+ENGINES: tuple[Engine, ...] = (Engine("pure", _pure), Engine("grpc", _grpc, _has_authors))
 
 
 # --------------------------------------------------------------------------------- the two sides

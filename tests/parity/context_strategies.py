@@ -16,12 +16,19 @@ The step menu (one function per step, see ``_STEPS``):
   reused from earlier), some long-running, answered together, one by one, partly, or not at all;
 * ``answer_pending`` - a later response (final or intermediate progress) to a pending call, by the
   agent or posted back by the user, in the same or a new invocation, sometimes for several calls;
-* ``orphan`` - a response to a call that never happened;
+* ``lr_progress`` - a long-running tool's progress updates with model chatter in between (text:
+  stale for ADK; code or signed thoughts: not), then its result or nothing;
+* ``compacted_lr`` - parallel calls, one or more long-running, compacted together with their merged
+  acknowledgement (and same-instant progress); the long-running result arrives after the summary;
+* ``batch_results`` - two long-running calls from separate model turns answered by the user in one
+  event (with a remark, sometimes);
+* ``orphan`` - a response to a call that never happened, or in the same event as its call;
 * ``confirmation`` / ``auth`` - ADK's HITL flows: the placeholder response carrying
   ``requested_tool_confirmations`` / ``requested_auth_configs``, the ``adk_request_confirmation`` /
   ``adk_request_credential`` call, the user's answer and the resumed tool's result;
 * ``transcription`` - content-less input/output transcription runs;
-* ``noise`` - state-only, error, empty-text, role-less, thought-only and ``adk_framework`` events;
+* ``noise`` - state-only, error, empty-text, role-less, thought-only, part-less, author-less and
+  ``adk_framework`` events;
 * ``switch_agent`` / ``transfer`` - another agent takes over (silently or by ``transfer_to_agent``);
 * ``tool_progress`` - a tool's message on ``<branch>.<tool>@<call id>`` (or a run-id branch);
 * ``task`` - an agent run as a tool: the call, the sub-agent's events under
@@ -30,14 +37,24 @@ The step menu (one function per step, see ``_STEPS``):
 * ``compaction`` - summaries with nested, containing, identical, overlapping, disjoint, reversed,
   off-grid and single-point ranges, appended on time or late.
 
+A session may be live (agents' events carry a ``live_session_id``) and ends, now and then, on a
+tool result, an orphan or a batch of posted results (what ADK's latest-response rearrangement
+and include_contents='none' depend on). Model events sometimes carry usage metadata, a model
+version and custom metadata; function-call ids are ``adk-`` ids, plain ids, look-alikes
+(``adk_7``, ``ADK-7``), reused ids or none.
+
 Timestamps start at :data:`T0` and mostly increase; sometimes two events share a timestamp or the
 clock steps back. Event ids are unique (``ev-N``), so the same events can also be appended to a
 real server.
+
+Payload dicts (call arguments, responses) are written with sorted keys and hold no integral
+floats: the proto ``Struct`` keeps neither key order nor the int/float distinction, which ADK's
+texts show (``test_known_mismatch_*`` in the test module pin both). Every rare variant sits away
+from a drawn value's minimum, so hypothesis shrinks towards the ordinary case.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,8 +129,8 @@ def sorted_keys(value: Any) -> Any:
     google.protobuf.Struct is a map: it keeps no key order, so an engine reading events through
     the proto can at best reproduce dicts written in one canonical (sorted) order. ADK prints
     dicts in insertion order in some texts (``str(response)`` in other-agent framing, nested
-    args, the task-input JSON), so generated payloads use sorted insertion order; the named
-    regression ``test_regression_unsorted_keys_in_framing`` covers the other case.
+    args, the task-input JSON), so generated payloads use sorted insertion order;
+    ``test_known_mismatch_unsorted_payload_keys`` pins the other case.
     """
     if isinstance(value, dict):
         return {key: sorted_keys(value[key]) for key in sorted(value)}
@@ -157,11 +174,9 @@ _RESPONSES: st.SearchStrategy[dict[str, Any]] = st.one_of(
 
 
 def _auth_config() -> AuthConfig:
-    # AuthConfig.__init__ calls its own deprecated get_credential_key(); a fresh instance per
-    # event keeps events independent.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        return AuthConfig(auth_scheme=HTTPBearer(bearerFormat="JWT"))
+    """A fresh auth config per event. (AuthConfig.__init__ calls its own deprecated
+    get_credential_key(): tests drawing sessions filter that DeprecationWarning.)"""
+    return AuthConfig(auth_scheme=HTTPBearer(bearerFormat="JWT"))
 
 
 @dataclass(frozen=True)
@@ -285,6 +300,22 @@ class _SessionBuilder:
     def text(self) -> str:
         return str(self.draw(st.sampled_from(_TEXTS)))
 
+    def model_metadata(self) -> dict[str, Any]:
+        """What a model response event also carries (irrelevant to contents, but it must
+        survive the conversion and the service's validation)."""
+        if self.draw(st.booleans()):
+            return {}
+        return {
+            "model_version": "gemini-2.5-flash",
+            "finish_reason": types.FinishReason.STOP,
+            "usage_metadata": types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=self.draw(st.integers(1, 50_000)),
+                candidates_token_count=12,
+                total_token_count=60_000,
+            ),
+            "custom_metadata": {"trace": "t-1"},
+        }
+
     def ensure_invocation(self) -> None:
         if not self.invocation:
             self.new_invocation()
@@ -298,15 +329,20 @@ class _SessionBuilder:
             content=types.Content(role="user", parts=[types.Part(text="any news?")]),
         )
 
-    def response_part(self, call: _Call, response: dict[str, Any] | None = None) -> types.Part:
+    def response_part(
+        self, call: _Call, response: dict[str, Any] | None = None, *, streaming: bool = False
+    ) -> types.Part:
         name = call.name
         if self.draw(st.integers(0, 19)) == 19:
             name = "renamed_tool"
         if response is None:
             response = self.draw(_RESPONSES)
-        return types.Part(
-            function_response=types.FunctionResponse(id=call.id, name=name, response=response)
-        )
+        function_response = types.FunctionResponse(id=call.id, name=name, response=response)
+        if streaming:
+            # a streaming tool's intermediate update, flagged as such
+            function_response.will_continue = True
+            function_response.scheduling = types.FunctionResponseScheduling.SILENT
+        return types.Part(function_response=function_response)
 
     def answer(
         self,
@@ -318,11 +354,12 @@ class _SessionBuilder:
         actions: EventActions | None = None,
         responses: Sequence[dict[str, Any] | None] | None = None,
         same_time: bool = False,
+        streaming: bool = False,
     ) -> Event:
         """One response event for ``calls`` (``responses[i]`` None: a drawn payload). Calls stay
         pending if not ``final`` or listed in ``keep_pending``."""
         parts = [
-            self.response_part(c, None if responses is None else responses[i])
+            self.response_part(c, None if responses is None else responses[i], streaming=streaming)
             for i, c in enumerate(calls)
         ]
         if self.draw(st.integers(0, 9 if author != "user" else 3)) == 3:
@@ -362,6 +399,16 @@ class _SessionBuilder:
                                 file_data=types.FileData(
                                     file_uri="gs://bucket/report.pdf", mime_type="application/pdf"
                                 )
+                            ),
+                            types.Part(
+                                file_data=types.FileData(
+                                    file_uri="gs://bucket/clip.mp4",
+                                    mime_type="video/mp4",
+                                    display_name="clip",
+                                ),
+                                video_metadata=types.VideoMetadata(
+                                    start_offset="1s", end_offset="5s", fps=2.0
+                                ),
                             ),
                         )
                     )
@@ -451,7 +498,7 @@ class _SessionBuilder:
                         )
                     )
                 )
-        self.emit(content=types.Content(role="model", parts=parts))
+        self.emit(content=types.Content(role="model", parts=parts), **self.model_metadata())
 
     def new_calls(self, n: int, *, names: tuple[str, ...] = _TOOLS) -> list[_Call]:
         calls = []
@@ -500,6 +547,7 @@ class _SessionBuilder:
         event = self.emit(
             content=types.Content(role="model", parts=parts),
             long_running_tool_ids=long_running or None,
+            **self.model_metadata(),
         )
         self.calls.extend(calls)
         self.pending.extend(calls)
@@ -547,7 +595,12 @@ class _SessionBuilder:
         call.long_running = True
         self.call_event([call])
         for step in range(self.draw(st.integers(1, 3))):
-            self.answer([call], final=False, responses=[{"progress": 25 * (step + 1)}])
+            self.answer(
+                [call],
+                final=False,
+                responses=[{"progress": 25 * (step + 1)}],
+                streaming=self.draw(st.integers(0, 3)) == 3,
+            )
             chatter = self.draw(st.sampled_from(("text", "none", "code", "thought")))
             if chatter == "text":
                 self.emit(
@@ -720,7 +773,16 @@ class _SessionBuilder:
         self.ensure_invocation()
         kind = self.draw(
             st.sampled_from(
-                ("state", "error", "empty", "roleless", "thought_only", "framework", "no_parts")
+                (
+                    "state",
+                    "error",
+                    "empty",
+                    "roleless",
+                    "thought_only",
+                    "framework",
+                    "no_parts",
+                    "anonymous",
+                )
             )
         )
         if kind == "state":
@@ -736,6 +798,13 @@ class _SessionBuilder:
                 content=types.Content(
                     role="model", parts=[types.Part(text="secret plan", thought=True)]
                 )
+            )
+        elif kind == "anonymous":
+            # an event built without author or invocation (ADK's defaults are '')
+            self.emit(
+                author="",
+                invocation_id="",
+                content=types.Content(role="model", parts=[types.Part(text="no author")]),
             )
         elif kind == "framework":
             call_id = self.call_id(allow_reuse=False)

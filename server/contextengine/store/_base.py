@@ -23,13 +23,31 @@ Contract (checked by ``tests/store``, run against every backend):
 * Unknown sessions raise SESSION_NOT_FOUND; creating an existing one raises SESSION_ALREADY_EXISTS.
 * Deleting a session deletes its events; app and user state stay.
 * Once ``append_events`` returns, the events survive a crash of the process (kill -9).
+
+Positions and commit notifications (what subscriptions are built on):
+
+* Every recorded event has a global ``position``: a positive integer, increasing in commit order
+  across all sessions of the store, never reused (it survives a restart when the store does).
+  Creating a session whose initial state has ``app:`` or ``user:`` keys also takes a position
+  (a change other sessions see), so positions of events have gaps.
+  ``last_position`` is the highest position taken so far (0 for a new store).
+* ``add_commit_listener`` registers a callback that is called on the event loop once per committed
+  transaction, with that transaction's changes (``LoggedEvent``, ``SessionCreated``,
+  ``SessionDeleted``) in position order, and transactions in commit order. It is called after the
+  commit and before any writer of that transaction runs again (its call returns), so a change is
+  notified before anyone can learn of it otherwise. Failed or rolled-back writes notify nothing. Listeners must not
+  block, must not mutate what they receive and should not raise (errors are logged and ignored).
+* Reads that serve subscriptions return positions: ``list_logged_events`` (one session, by
+  sequence), ``list_events_after_position`` (every session of an app, or of one user, by position)
+  and ``get_state`` (the merged state with the last position it reflects: every change at or
+  before it is included, none after it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from contextengine.v1 import config_pb2, event_pb2
 
@@ -71,6 +89,47 @@ class AppendOutcome:
     duplicates: list[bool]
     #: the session's last sequence after the call
     last_sequence: int
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """A recorded event (with its ``sequence``), its session and its global position."""
+
+    key: SessionKey
+    event: event_pb2.Event
+    position: int
+
+
+@dataclass(frozen=True)
+class SessionCreated:
+    """A session was created. ``shared_state`` holds the ``app:`` and ``user:`` keys (prefixed)
+    of its initial state: changes that other sessions of the app or user see. ``position`` is the
+    position it took when ``shared_state`` is not empty, else 0."""
+
+    key: SessionKey
+    shared_state: dict[str, Any]
+    position: int
+
+
+@dataclass(frozen=True)
+class SessionDeleted:
+    """A session and its events were deleted (this takes no position)."""
+
+    key: SessionKey
+
+
+#: one committed change, as given to commit listeners
+Change: TypeAlias = LoggedEvent | SessionCreated | SessionDeleted
+#: called with the changes of one committed transaction (see the module contract)
+CommitListener: TypeAlias = Callable[[Sequence[Change]], None]
+
+
+@dataclass(frozen=True)
+class StateAt:
+    """A session's merged state and the last position it reflects."""
+
+    state: dict[str, Any]
+    position: int
 
 
 class EventStore(Protocol):
@@ -117,6 +176,27 @@ class EventStore(Protocol):
     ) -> tuple[list[event_pb2.Event], int]:
         """Up to ``limit`` events with ``sequence > after_sequence`` in order, and the session's
         last sequence."""
+
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        """Calls ``listener`` after every commit (see the module contract) until the returned
+        function is called."""
+
+    async def list_logged_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[LoggedEvent], int]:
+        """Like ``list_events``, with each event's position."""
+
+    async def list_events_after_position(
+        self, app_name: str, user_id: str | None, after_position: int, limit: int
+    ) -> list[LoggedEvent]:
+        """Up to ``limit`` events with ``position > after_position`` of every session of the app
+        (of one user's sessions when ``user_id`` is not None), in position order."""
+
+    async def last_position(self) -> int:
+        """The highest position taken so far (0 when none)."""
+
+    async def get_state(self, key: SessionKey) -> StateAt:
+        """The session's merged state and the last position it reflects."""
 
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         """The stored configuration, or None if never set."""

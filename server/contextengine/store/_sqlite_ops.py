@@ -1,19 +1,40 @@
 """The write operations, as synchronous functions run by the writer inside its transaction.
 
 Each one either finishes or raises; the writer rolls a raising operation back to its savepoint.
-State rows are only read and written for the scopes an operation actually changes.
+State rows are only read and written for the scopes an operation actually changes. Each records
+its changes, with their positions, in ``tx.changes`` for the commit listeners.
+
+Positions come from the AUTOINCREMENT counter of ``events`` (``sqlite_sequence``): an event's
+position is its row id; creating a session with ``app:``/``user:`` state takes the next value of
+the counter without a row, so that every change of shared state has its place in one order that
+survives restarts.
 """
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 from collections.abc import Sequence
 from functools import partial
 
-from contextengine.core.state import JsonObject, apply_delta, merge_state, split_delta
+from contextengine.core.state import (
+    APP_PREFIX,
+    USER_PREFIX,
+    JsonObject,
+    apply_delta,
+    merge_state,
+    split_delta,
+)
 from contextengine.errors import session_already_exists, session_not_found
-from contextengine.store._append import plan_append
-from contextengine.store._base import AppendOutcome, SessionKey, StoredSession
+from contextengine.store._append import copy_event, plan_append
+from contextengine.store._base import (
+    AppendOutcome,
+    LoggedEvent,
+    SessionCreated,
+    SessionDeleted,
+    SessionKey,
+    StoredSession,
+)
 from contextengine.store._sqlite_rows import (
     EVENT_COLUMNS,
     dump_state,
@@ -41,6 +62,11 @@ def create_session(tx: WriteTx, *, key: SessionKey, state: JsonObject, now: floa
     )
     assert cursor.lastrowid is not None
     tx.sessions.set(key, SessionRow(pk=cursor.lastrowid, last_sequence=0))
+    # Copied: the values are also in the returned session, which the caller may mutate.
+    shared = {APP_PREFIX + k: copy.deepcopy(v) for k, v in scoped.app.items()}
+    shared.update((USER_PREFIX + k, copy.deepcopy(v)) for k, v in scoped.user.items())
+    position = _take_position(tx.db) if shared else 0
+    tx.changes.append(SessionCreated(key, shared, position))
     return StoredSession(
         key=key,
         state=merge_state(scoped.session, user, app),
@@ -72,6 +98,13 @@ def append_events(
     if plan.new_events:
         db = tx.db
         db.executemany(_INSERT_EVENT, [event_row(row.pk, event) for event in plan.new_events])
+        # The only writer inserts the rows one after the other: their positions are consecutive.
+        (last_position,) = db.execute("SELECT last_insert_rowid()").fetchone()
+        first_position = last_position - len(plan.new_events) + 1
+        tx.changes.extend(
+            LoggedEvent(key, copy_event(event), first_position + i)
+            for i, event in enumerate(plan.new_events)
+        )
         update_time = plan.new_events[-1].timestamp
         if plan.changes.app:
             _update_app_state(db, key.app_name, plan.changes.app, update_time)
@@ -104,6 +137,7 @@ def delete_session(tx: WriteTx, *, key: SessionKey) -> bool:
     if cursor.rowcount == 0:
         return False
     tx.sessions.set(key, None)
+    tx.changes.append(SessionDeleted(key))
     return True
 
 
@@ -119,6 +153,18 @@ def put_app_config(
         (config.app_name, config.SerializeToString(deterministic=True), now),
     )
     return config
+
+
+def _take_position(db: sqlite3.Connection) -> int:
+    """Takes the next position without inserting an event (see the module docstring)."""
+    taken = db.execute(
+        "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'events' RETURNING seq"
+    ).fetchall()
+    if taken:
+        return int(taken[0][0])
+    # No event was ever inserted: start the counter (AUTOINCREMENT continues from it).
+    db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', 1)")
+    return 1
 
 
 def _find_event(db: sqlite3.Connection, session_pk: int, event_id: str) -> event_pb2.Event | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from contextengine.core.state import merge_state
 from contextengine.errors import session_not_found
-from contextengine.store._base import EventFilter, SessionKey, StoredSession
+from contextengine.store._base import EventFilter, LoggedEvent, SessionKey, StateAt, StoredSession
 from contextengine.store._sqlite_rows import load_event, load_state
 from contextengine.v1 import config_pb2, event_pb2
 
@@ -98,6 +98,77 @@ def list_events(
             (row[0], after_sequence, limit),
         ).fetchall()
     return [load_event(data) for (data,) in found], int(row[1])
+
+
+def list_logged_events(
+    db: sqlite3.Connection, *, key: SessionKey, after_sequence: int, limit: int
+) -> tuple[list[LoggedEvent], int]:
+    with _snapshot(db):
+        row = db.execute(
+            "SELECT id, last_sequence FROM sessions"
+            " WHERE app_name = ? AND user_id = ? AND session_id = ?",
+            (key.app_name, key.user_id, key.session_id),
+        ).fetchone()
+        if row is None:
+            raise session_not_found(key.app_name, key.user_id, key.session_id)
+        if limit <= 0:
+            return [], int(row[1])
+        found = db.execute(
+            "SELECT position, data FROM events WHERE session = ? AND sequence > ?"
+            " ORDER BY sequence LIMIT ?",
+            (row[0], after_sequence, limit),
+        ).fetchall()
+    return [LoggedEvent(key, load_event(data), position) for position, data in found], int(row[1])
+
+
+def list_events_after_position(
+    db: sqlite3.Connection,
+    *,
+    app_name: str,
+    user_id: str | None,
+    after_position: int,
+    limit: int,
+) -> list[LoggedEvent]:
+    if limit <= 0:
+        return []
+    clauses = ["e.position > ?", "s.app_name = ?"]
+    params: list[Any] = [after_position, app_name]
+    if user_id is not None:
+        clauses.append("s.user_id = ?")
+        params.append(user_id)
+    params.append(limit)
+    # CROSS JOIN makes SQLite walk the events in position order from the cursor (a range of the
+    # primary key) and stop at the limit, instead of reading every event of every session of
+    # the app and sorting them: a subscriber resuming near the end reads only what is new.
+    found = db.execute(
+        "SELECT e.position, s.user_id, s.session_id, e.data"
+        " FROM events e CROSS JOIN sessions s ON s.id = e.session"
+        f" WHERE {' AND '.join(clauses)} ORDER BY e.position LIMIT ?",
+        params,
+    ).fetchall()
+    return [
+        LoggedEvent(SessionKey(app_name, user, session), load_event(data), position)
+        for position, user, session, data in found
+    ]
+
+
+def last_position(db: sqlite3.Connection) -> int:
+    found = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+    return 0 if found is None else int(found[0])
+
+
+def get_state(db: sqlite3.Connection, *, key: SessionKey) -> StateAt:
+    with _snapshot(db):
+        row = db.execute(
+            f"SELECT {_SESSION_COLUMNS} {_SESSION_FROM}"
+            " WHERE s.app_name = ? AND s.user_id = ? AND s.session_id = ?",
+            (key.app_name, key.user_id, key.session_id),
+        ).fetchone()
+        if row is None:
+            raise session_not_found(key.app_name, key.user_id, key.session_id)
+        app_state = _app_state(db, key.app_name)
+        position = last_position(db)
+    return StateAt(state=_stored(key.app_name, row, app_state, []).state, position=position)
 
 
 def get_app_config(db: sqlite3.Connection, *, app_name: str) -> config_pb2.AppConfig | None:

@@ -6,6 +6,11 @@ everything queued (up to ``max_batch``), and on the connection's thread runs it 
 rolls back only itself, then COMMITs once. Only after the commit are the callers answered, so an
 acknowledged write is durable. If the commit itself fails, every operation of the batch fails.
 
+Operations record what they changed (``WriteTx.changes``); right after a COMMIT, on the event loop,
+the changes of the batch's successful operations are handed to ``on_commit`` in commit order (the
+store's commit listeners), in the same synchronous step that resolves the callers' futures, so
+before any caller runs again.
+
 The writer is the only writer of the file, so it keeps each session's row id and last sequence in
 memory (``SessionCache``), read from the database only on a miss.
 """
@@ -16,14 +21,14 @@ import asyncio
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
 import aiosqlite
 
 from contextengine.errors import ContextEngineError
-from contextengine.store._base import SessionKey
+from contextengine.store._base import Change, SessionKey
 from contextengine.store._sqlite_conn import run
 
 T = TypeVar("T")
@@ -110,6 +115,8 @@ class WriteTx:
 
     db: sqlite3.Connection
     sessions: BatchSessions
+    #: what the operation changed, in order; notified only if it commits
+    changes: list[Change] = field(default_factory=list)
 
 
 WriteOp = Callable[[WriteTx], Any]
@@ -118,6 +125,21 @@ WriteOp = Callable[[WriteTx], Any]
 @dataclass(frozen=True)
 class _Failed:
     error: Exception
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """An operation's result with the changes it recorded."""
+
+    result: Any
+    changes: list[Change]
+
+
+def _recording(op: WriteOp, tx: WriteTx) -> _Recorded:
+    """Runs ``op`` with a change list of its own, so that a rolled-back operation's changes are
+    dropped with it."""
+    own = WriteTx(tx.db, tx.sessions)
+    return _Recorded(op(own), own.changes)
 
 
 def run_batch(
@@ -159,9 +181,15 @@ class BatchWriter:
     """Owns the writer connection; see the module docstring."""
 
     def __init__(
-        self, conn: aiosqlite.Connection, *, max_batch: int = 256, cache_size: int = 100_000
+        self,
+        conn: aiosqlite.Connection,
+        *,
+        max_batch: int = 256,
+        cache_size: int = 100_000,
+        on_commit: Callable[[Sequence[Change]], None] | None = None,
     ) -> None:
         self._conn = conn
+        self._on_commit = on_commit
         self._max_batch = max_batch
         self._cache = SessionCache(cache_size)
         self._queue: list[tuple[WriteOp, asyncio.Future[Any]]] = []
@@ -206,7 +234,7 @@ class BatchWriter:
                 continue
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
-            ops = [op for op, _ in batch]
+            ops = [partial(_recording, op) for op, _ in batch]
             try:
                 results = await run(self._conn, partial(run_batch, cache=self._cache, ops=ops))
             except Exception as error:
@@ -228,4 +256,17 @@ class BatchWriter:
                 if isinstance(result, _Failed):
                     future.set_exception(result.error)
                 else:
-                    future.set_result(result)
+                    future.set_result(result.result)
+            # Resolving a future only schedules its caller, which cannot run before this
+            # synchronous block ends: the listeners still hear of the commit before anyone else
+            # does. Resolving first puts the writers ahead of the subscribers the listeners wake
+            # up, so an acknowledgement never waits for a fan-out.
+            if self._on_commit is not None:
+                self._on_commit(
+                    [
+                        change
+                        for result in results
+                        if isinstance(result, _Recorded)
+                        for change in result.changes
+                    ]
+                )

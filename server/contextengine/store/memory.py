@@ -7,21 +7,35 @@ way in and on the way out, so callers never share objects with the store.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextengine.core.state import JsonObject, apply_delta, merge_state, split_delta
+from contextengine.core.state import (
+    APP_PREFIX,
+    USER_PREFIX,
+    JsonObject,
+    apply_delta,
+    merge_state,
+    split_delta,
+)
 from contextengine.errors import ContextEngineError, session_already_exists, session_not_found
 from contextengine.store._append import copy_event, plan_append
 from contextengine.store._base import (
     AppendOutcome,
+    CommitListener,
     EventFilter,
+    LoggedEvent,
+    SessionCreated,
+    SessionDeleted,
     SessionKey,
+    StateAt,
     StoredSession,
 )
+from contextengine.store._listeners import CommitListeners
 from contextengine.v1 import config_pb2, event_pb2
 
 
@@ -32,6 +46,8 @@ class _Session:
     last_update_time: float
     #: events in sequence order: ``events[i].sequence == i + 1``
     events: list[event_pb2.Event] = field(default_factory=list)
+    #: ``positions[i]`` is the global position of ``events[i]``
+    positions: list[int] = field(default_factory=list)
     by_id: dict[str, event_pb2.Event] = field(default_factory=dict)
 
 
@@ -44,6 +60,11 @@ class MemoryStore:
         self._app_states: dict[str, JsonObject] = {}
         self._user_states: dict[tuple[str, str], JsonObject] = {}
         self._configs: dict[str, config_pb2.AppConfig] = {}
+        #: every live event in position order (the store's own objects), and their positions
+        self._log: list[LoggedEvent] = []
+        self._log_positions: list[int] = []
+        self._last_position = 0
+        self._listeners = CommitListeners()
         self._closed = False
 
     async def open(self) -> None:
@@ -62,6 +83,10 @@ class MemoryStore:
         session = _Session(state=scoped.session, create_time=now, last_update_time=now)
         self._update_shared_state(key, scoped.app, scoped.user)
         self._sessions[key] = session
+        shared = {APP_PREFIX + k: v for k, v in scoped.app.items()}
+        shared.update((USER_PREFIX + k, v) for k, v in scoped.user.items())
+        position = self._take_positions(1) if shared else 0
+        self._listeners.notify([SessionCreated(key, copy.deepcopy(shared), position)])
         return self._stored(key, session, [])
 
     async def get_session(self, key: SessionKey, flt: EventFilter) -> StoredSession:
@@ -88,7 +113,13 @@ class MemoryStore:
 
     async def delete_session(self, key: SessionKey) -> bool:
         self._check_open()
-        return self._sessions.pop(key, None) is not None
+        if self._sessions.pop(key, None) is None:
+            return False
+        kept = [logged for logged in self._log if logged.key != key]
+        self._log = kept
+        self._log_positions = [logged.position for logged in kept]
+        self._listeners.notify([SessionDeleted(key)])
+        return True
 
     async def append_events(
         self,
@@ -112,6 +143,12 @@ class MemoryStore:
             session.events.extend(plan.new_events)
             session.by_id.update((event.id, event) for event in plan.new_events)
             session.last_update_time = plan.new_events[-1].timestamp
+            first = self._take_positions(len(plan.new_events))
+            logged = [LoggedEvent(key, event, first + i) for i, event in enumerate(plan.new_events)]
+            session.positions.extend(entry.position for entry in logged)
+            self._log.extend(logged)
+            self._log_positions.extend(entry.position for entry in logged)
+            self._listeners.notify([_copied(entry) for entry in logged])
         return AppendOutcome(
             events=[copy_event(event) for event in plan.recorded],
             duplicates=plan.duplicates,
@@ -127,6 +164,48 @@ class MemoryStore:
         page = session.events[start : start + max(limit, 0)]
         return [copy_event(event) for event in page], len(session.events)
 
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        return self._listeners.add(listener)
+
+    async def list_logged_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[LoggedEvent], int]:
+        self._check_open()
+        session = self._session(key)
+        start = max(after_sequence, 0)
+        end = start + max(limit, 0)
+        page = [
+            LoggedEvent(key, copy_event(event), position)
+            for event, position in zip(
+                session.events[start:end], session.positions[start:end], strict=True
+            )
+        ]
+        return page, len(session.events)
+
+    async def list_events_after_position(
+        self, app_name: str, user_id: str | None, after_position: int, limit: int
+    ) -> list[LoggedEvent]:
+        self._check_open()
+        out: list[LoggedEvent] = []
+        if limit <= 0:
+            return out
+        for logged in self._log[bisect.bisect_right(self._log_positions, after_position) :]:
+            key = logged.key
+            if key.app_name == app_name and (user_id is None or key.user_id == user_id):
+                out.append(_copied(logged))
+                if len(out) == limit:
+                    break
+        return out
+
+    async def last_position(self) -> int:
+        self._check_open()
+        return self._last_position
+
+    async def get_state(self, key: SessionKey) -> StateAt:
+        self._check_open()
+        stored = self._stored(key, self._session(key), [])
+        return StateAt(state=stored.state, position=self._last_position)
+
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         self._check_open()
         stored = self._configs.get(app_name)
@@ -138,6 +217,12 @@ class MemoryStore:
         stored.update_time = self._clock()
         self._configs[stored.app_name] = stored
         return _copy_config(stored)
+
+    def _take_positions(self, count: int) -> int:
+        """Takes ``count`` consecutive positions and returns the first."""
+        first = self._last_position + 1
+        self._last_position += count
+        return first
 
     def _check_open(self) -> None:
         if self._closed:
@@ -186,6 +271,10 @@ def _filtered(events: list[event_pb2.Event], flt: EventFilter) -> list[event_pb2
         count = max(flt.num_recent_events, 0)
         selected = selected[-count:] if count else []
     return selected
+
+
+def _copied(logged: LoggedEvent) -> LoggedEvent:
+    return LoggedEvent(logged.key, copy_event(logged.event), logged.position)
 
 
 def _copy_config(config: config_pb2.AppConfig) -> config_pb2.AppConfig:

@@ -22,7 +22,16 @@ import aiosqlite
 from contextengine.errors import ContextEngineError
 from contextengine.store import _sqlite_ops as ops, _sqlite_reads as reads
 from contextengine.store._append import copy_event
-from contextengine.store._base import AppendOutcome, EventFilter, SessionKey, StoredSession
+from contextengine.store._base import (
+    AppendOutcome,
+    CommitListener,
+    EventFilter,
+    LoggedEvent,
+    SessionKey,
+    StateAt,
+    StoredSession,
+)
+from contextengine.store._listeners import CommitListeners
 from contextengine.store._migrations import load_migrations, migrate, schema_version
 from contextengine.store._sqlite_conn import ConnectionSettings, Durability, connect, run, settings
 from contextengine.store._sqlite_writer import BatchWriter, WriteTx
@@ -59,6 +68,7 @@ class SqliteStore:
         self._max_batch = max_batch
         self._writer: BatchWriter | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._listeners = CommitListeners()
         self._closed = False
 
     async def open(self) -> None:
@@ -71,7 +81,9 @@ class SqliteStore:
         except BaseException:
             await conn.close()
             raise
-        self._writer = BatchWriter(conn, max_batch=self._max_batch)
+        self._writer = BatchWriter(
+            conn, max_batch=self._max_batch, on_commit=self._listeners.notify
+        )
         self._writer.start()
         self._closed = False
 
@@ -144,6 +156,35 @@ class SqliteStore:
         return await self._read(
             partial(reads.list_events, key=key, after_sequence=after_sequence, limit=limit)
         )
+
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        return self._listeners.add(listener)
+
+    async def list_logged_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[LoggedEvent], int]:
+        return await self._read(
+            partial(reads.list_logged_events, key=key, after_sequence=after_sequence, limit=limit)
+        )
+
+    async def list_events_after_position(
+        self, app_name: str, user_id: str | None, after_position: int, limit: int
+    ) -> list[LoggedEvent]:
+        return await self._read(
+            partial(
+                reads.list_events_after_position,
+                app_name=app_name,
+                user_id=user_id,
+                after_position=after_position,
+                limit=limit,
+            )
+        )
+
+    async def last_position(self) -> int:
+        return await self._read(reads.last_position)
+
+    async def get_state(self, key: SessionKey) -> StateAt:
+        return await self._read(partial(reads.get_state, key=key))
 
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         return await self._read(partial(reads.get_app_config, app_name=app_name))

@@ -1,0 +1,199 @@
+"""One ``SubscribeEvents`` stream: replay from the store, ``caught_up``, then live from the
+broadcaster, without gaps or duplicates.
+
+Why there are no gaps: the subscription is registered *before* the store is read. Every commit is
+then either notified before the registration (so it was committed before, and the replay reads
+it) or buffered for the subscription (or both). The live phase skips what is at or before the last
+cursor sent, so nothing is sent twice. Both the store and the notifications are in commit order,
+which for one session is sequence order and across sessions is position order.
+
+A subscription that overflows while the replay is still running is simply registered again: the
+events it missed are in the store, and the replay goes on reading until it is caught up. Once
+live, an overflow ends the stream with SUBSCRIBER_LAGGED and the last cursor sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from contextengine.errors import ContextEngineError, session_not_found
+from contextengine.service._subscription_frames import EventFrames, caught_up, heartbeat
+from contextengine.service._subscription_requests import EventsSpec
+from contextengine.store import Change, EventStore, LoggedEvent, SessionDeleted
+from contextengine.subscriptions.broadcaster import (
+    Broadcaster,
+    EndReason,
+    Subscription,
+    SubscriptionEndedError,
+)
+from contextengine.subscriptions.cursors import check_within
+from contextengine.v1 import subscription_service_pb2 as pb
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    #: changes a subscriber may have waiting before it is ended as lagged
+    buffer: int = 1024
+    #: events read from the store per replay query
+    page_size: int = 500
+    #: seconds between heartbeats when the request leaves it to the server
+    heartbeat_seconds: float = 15.0
+
+
+def ended_error(reason: EndReason, cursor: int) -> ContextEngineError:
+    """The status that ends a stream whose subscription ended; both are resumable from
+    ``cursor``."""
+    if reason is EndReason.LAGGED:
+        return ContextEngineError(
+            "SUBSCRIBER_LAGGED",
+            "the subscriber fell too far behind; resubscribe from the cursor in ErrorInfo",
+            cursor=cursor,
+        )
+    return ContextEngineError(
+        "SHUTTING_DOWN", "the server is shutting down; resubscribe elsewhere", cursor=cursor
+    )
+
+
+class EventStream:
+    """Produces the frames of one subscription (bytes for events, messages otherwise)."""
+
+    def __init__(
+        self,
+        spec: EventsSpec,
+        store: EventStore,
+        broadcaster: Broadcaster,
+        frames: EventFrames,
+        settings: StreamSettings,
+    ) -> None:
+        self._spec = spec
+        self._store = store
+        self._broadcaster = broadcaster
+        self._frames = frames
+        self._settings = settings
+        self._subscription: Subscription | None = None
+        #: the last cursor sent, or passed over (an event the filters reject)
+        self.cursor = spec.after
+
+    def close(self) -> None:
+        """Releases the subscription (idempotent; also called when the RPC ends)."""
+        if self._subscription is not None:
+            self._subscription.close()
+
+    async def frames(self) -> AsyncIterator[Any]:
+        try:
+            page = await self._start()
+            async for frame in self._replay(page):
+                yield frame
+            yield caught_up(self.cursor)
+            # Live: inlined rather than another generator, as every frame passes through here.
+            subscription = self._subscription
+            assert subscription is not None
+            wait = self._spec.heartbeat_seconds
+            by_sequence = self._spec.by_sequence
+            while True:
+                try:
+                    batch = await subscription.next(wait)
+                except SubscriptionEndedError as ended:
+                    raise ended_error(ended.reason, self.cursor) from None
+                if batch is None:
+                    seen = subscription.last_seen
+                    if seen is not None:
+                        # Everything routed here up to `seen` was sent or rejected by filters.
+                        self.cursor = max(self.cursor, self._cursor_of(seen))
+                    yield pb.SubscribeEventsResponse(heartbeat=heartbeat(self.cursor))
+                    continue
+                for change in batch:
+                    if type(change) is not LoggedEvent:
+                        if isinstance(change, SessionDeleted):
+                            key = change.key
+                            raise session_not_found(key.app_name, key.user_id, key.session_id)
+                        continue
+                    cursor = change.event.sequence if by_sequence else change.position
+                    if cursor <= self.cursor:
+                        continue
+                    self.cursor = cursor
+                    yield self._frames.event(change, by_sequence)
+        finally:
+            self.close()
+
+    def _subscribe(self) -> Subscription:
+        self.close()
+        matcher = self._spec.matcher
+        accept: Callable[[Change], bool]
+        if self._spec.by_sequence:
+            # Session scope also wants the deletion of its session: the stream ends then.
+            def accept(change: Change) -> bool:
+                if isinstance(change, LoggedEvent):
+                    return matcher.matches(change.event)
+                return isinstance(change, SessionDeleted)
+
+        elif matcher.is_everything:
+
+            def accept(change: Change) -> bool:
+                return isinstance(change, LoggedEvent)
+
+        else:
+
+            def accept(change: Change) -> bool:
+                return isinstance(change, LoggedEvent) and matcher.matches(change.event)
+
+        self._subscription = self._broadcaster.subscribe(
+            self._spec.route, accept, self._settings.buffer
+        )
+        return self._subscription
+
+    def _cursor_of(self, logged: LoggedEvent) -> int:
+        return logged.event.sequence if self._spec.by_sequence else logged.position
+
+    def _reader(self) -> Callable[[int], Awaitable[list[LoggedEvent]]]:
+        spec, store, limit = self._spec, self._store, self._settings.page_size
+        if spec.by_sequence:
+
+            async def read_session(after: int) -> list[LoggedEvent]:
+                page, _ = await store.list_logged_events(spec.key, after, limit)
+                return page
+
+            return read_session
+        user_id = spec.user_id or None
+
+        async def read_scope(after: int) -> list[LoggedEvent]:
+            return await store.list_events_after_position(spec.app_name, user_id, after, limit)
+
+        return read_scope
+
+    async def _start(self) -> list[LoggedEvent]:
+        """Registers, then checks the session and the cursor; returns the first replay page."""
+        self._subscribe()
+        spec = self._spec
+        if spec.by_sequence:
+            page, last = await self._store.list_logged_events(
+                spec.key, spec.after, self._settings.page_size
+            )
+            check_within(spec.after, last, spec.cursor_field)
+            return page
+        check_within(spec.after, await self._store.last_position(), spec.cursor_field)
+        return await self._reader()(spec.after)
+
+    async def _replay(self, page: list[LoggedEvent]) -> AsyncIterator[Any]:
+        read = self._reader()
+        matcher = self._spec.matcher
+        while True:
+            for logged in page:
+                cursor = self._cursor_of(logged)
+                if cursor <= self.cursor:
+                    continue
+                self.cursor = cursor
+                if matcher.matches(logged.event):
+                    yield self._frames.event(logged, self._spec.by_sequence)
+            if len(page) < self._settings.page_size:
+                assert self._subscription is not None
+                ended = self._subscription.ended
+                if ended is None:
+                    return
+                if ended is EndReason.SHUTDOWN:
+                    raise ended_error(ended, self.cursor)
+                # Overflowed while replaying: what it missed is in the store; read on.
+                self._subscribe()
+            page = await read(self.cursor)

@@ -1,0 +1,201 @@
+"""The broadcaster over a real (in-memory) store: routing, bounded buffers, lagging, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from contextengine.errors import ContextEngineError
+from contextengine.store import Change, LoggedEvent, MemoryStore, SessionDeleted, SessionKey
+from contextengine.subscriptions.broadcaster import (
+    Broadcaster,
+    EndReason,
+    SubscriptionEndedError,
+    app_route,
+    session_route,
+    user_route,
+)
+
+from .helpers import message
+
+KEY = SessionKey("app", "u1", "s1")
+SIBLING = SessionKey("app", "u1", "s2")
+STRANGER = SessionKey("app", "u2", "s1")
+
+
+def everything(change: Change) -> bool:
+    return True
+
+
+def events_only(change: Change) -> bool:
+    return isinstance(change, LoggedEvent)
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[MemoryStore]:
+    opened = MemoryStore()
+    await opened.open()
+    for key in (KEY, SIBLING, STRANGER):
+        await opened.create_session(key, {}, 1.0)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def broadcaster(store: MemoryStore) -> AsyncIterator[Broadcaster]:
+    started = Broadcaster(store)
+    started.start()
+    yield started
+    await started.shutdown(grace_seconds=0.1)
+
+
+async def append(store: MemoryStore, key: SessionKey, *texts: str) -> None:
+    await store.append_events(key, [message(text, event_id=text) for text in texts], None)
+
+
+def ids(batch: list[Change] | None) -> list[str]:
+    assert batch is not None
+    return [change.event.id for change in batch if isinstance(change, LoggedEvent)]
+
+
+async def test_routes(store: MemoryStore, broadcaster: Broadcaster) -> None:
+    by_session = broadcaster.subscribe(session_route(KEY), everything, 10)
+    by_user = broadcaster.subscribe(user_route("app", "u1"), events_only, 10)
+    by_app = broadcaster.subscribe(app_route("app"), events_only, 10)
+    elsewhere = broadcaster.subscribe(app_route("other"), everything, 10)
+
+    await append(store, KEY, "a")
+    await append(store, SIBLING, "b")
+    await append(store, STRANGER, "c")
+
+    assert [ids(await by_session.next(1))] == [["a"]]
+    assert [ids(await by_user.next(1)), ids(await by_user.next(1))] == [["a"], ["b"]]
+    assert [ids(await by_app.next(1)) for _ in range(3)] == [["a"], ["b"], ["c"]]
+    assert await elsewhere.next(0.01) is None
+    assert by_session.buffered == by_user.buffered == by_app.buffered == 0
+
+
+async def test_one_commit_is_one_batch_in_order(
+    store: MemoryStore, broadcaster: Broadcaster
+) -> None:
+    subscription = broadcaster.subscribe(session_route(KEY), everything, 10)
+    await append(store, KEY, "a", "b", "c")
+    batch = await subscription.next(1)
+    assert ids(batch) == ["a", "b", "c"]
+    assert batch is not None
+    positions = [change.position for change in batch if isinstance(change, LoggedEvent)]
+    assert positions == sorted(positions)
+
+
+async def test_accept_filters_and_last_seen(store: MemoryStore, broadcaster: Broadcaster) -> None:
+    def only_b(change: Change) -> bool:
+        return isinstance(change, LoggedEvent) and change.event.id == "b"
+
+    subscription = broadcaster.subscribe(session_route(KEY), only_b, 10)
+    await append(store, KEY, "a")
+    await append(store, KEY, "b")
+    await append(store, KEY, "c")
+    assert ids(await subscription.next(1)) == ["b"]
+    assert await subscription.next(0.01) is None
+    assert subscription.last_seen is not None
+    assert subscription.last_seen.event.id == "c"  # seen, though not accepted
+
+
+async def test_next_times_out_and_wakes_up(store: MemoryStore, broadcaster: Broadcaster) -> None:
+    subscription = broadcaster.subscribe(session_route(KEY), everything, 10)
+    assert await subscription.next(0.01) is None
+    waiting = asyncio.create_task(subscription.next(10))
+    await asyncio.sleep(0)
+    await append(store, KEY, "a")
+    assert ids(await asyncio.wait_for(waiting, 1)) == ["a"]
+
+
+async def test_a_full_buffer_ends_the_subscriber_as_lagged(
+    store: MemoryStore, broadcaster: Broadcaster
+) -> None:
+    slow = broadcaster.subscribe(session_route(KEY), everything, 3)
+    fast = broadcaster.subscribe(session_route(KEY), everything, 3)
+    for n in range(5):
+        await append(store, KEY, f"e{n}")
+        assert ids(await fast.next(1)) == [f"e{n}"]
+
+    assert slow.ended is EndReason.LAGGED
+    assert slow.buffered == 0  # dropped at once
+    assert fast.ended is None
+    assert broadcaster.active == 1
+    with pytest.raises(SubscriptionEndedError) as info:
+        await slow.next(1)
+    assert info.value.reason is EndReason.LAGGED
+
+
+async def test_an_empty_buffer_takes_a_commit_of_any_size(
+    store: MemoryStore, broadcaster: Broadcaster
+) -> None:
+    subscription = broadcaster.subscribe(session_route(KEY), everything, 2)
+    await append(store, KEY, *[f"e{n}" for n in range(10)])
+    assert len(ids(await subscription.next(1))) == 10
+    await append(store, KEY, "x", "y")
+    await append(store, KEY, "z")  # 2 waiting + 1 > 2
+    assert subscription.ended is EndReason.LAGGED
+
+
+async def test_deletions_are_routed(store: MemoryStore, broadcaster: Broadcaster) -> None:
+    subscription = broadcaster.subscribe(session_route(KEY), everything, 10)
+    await store.delete_session(KEY)
+    assert await subscription.next(1) == [SessionDeleted(KEY)]
+
+
+async def test_close_unregisters(store: MemoryStore, broadcaster: Broadcaster) -> None:
+    subscriptions = [broadcaster.subscribe(session_route(KEY), everything, 10) for _ in range(3)]
+    assert broadcaster.active == 3
+    for subscription in subscriptions:
+        subscription.close()
+        subscription.close()
+    assert broadcaster.active == 0
+    await append(store, KEY, "a")  # nobody to tell
+    assert all(s.buffered == 0 for s in subscriptions)
+
+
+async def test_shutdown_ends_everyone_and_refuses_newcomers(store: MemoryStore) -> None:
+    broadcaster = Broadcaster(store)
+    broadcaster.start()
+    subscription = broadcaster.subscribe(app_route("app"), everything, 10)
+    waiting = asyncio.create_task(subscription.next(10))
+    await asyncio.sleep(0)
+
+    async def reader_lets_go() -> None:
+        with pytest.raises(SubscriptionEndedError):
+            await waiting
+        subscription.close()
+
+    releasing = asyncio.create_task(reader_lets_go())
+    await broadcaster.shutdown(grace_seconds=1.0)
+    await releasing
+    assert subscription.ended is EndReason.SHUTDOWN
+    assert broadcaster.active == 0
+    with pytest.raises(ContextEngineError) as info:
+        broadcaster.subscribe(app_route("app"), everything, 10)
+    assert info.value.reason == "SHUTTING_DOWN"
+    await append(store, KEY, "after")  # no longer listening
+
+
+def test_capacity_must_be_positive() -> None:
+    broadcaster = Broadcaster(MemoryStore())
+    with pytest.raises(ValueError, match="capacity"):
+        broadcaster.subscribe(app_route("app"), everything, 0)
+
+
+async def test_a_failing_filter_ends_only_its_subscriber(
+    store: MemoryStore, broadcaster: Broadcaster, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(change: Change) -> bool:
+        raise RuntimeError("a bug")
+
+    failing = broadcaster.subscribe(session_route(KEY), broken, 10)
+    healthy = broadcaster.subscribe(session_route(KEY), everything, 10)
+    await append(store, KEY, "a")
+    assert failing.ended is EndReason.LAGGED  # resumes from the store: never a silent gap
+    assert ids(await healthy.next(1)) == ["a"]
+    assert "filter failed" in caplog.text
