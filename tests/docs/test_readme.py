@@ -88,3 +88,7 @@ async def test_subscriptions_example(backend: str, tmp_path: Path) -> None:
     await _run_python_block(
         "Subscriptions", ":memory:" if backend == "memory" else str(tmp_path / "ce.db")
     )
+
+
+async def test_context_example() -> None:
+    await _run_python_block("Building the model context")
