@@ -90,28 +90,46 @@ def _log(method: str, code: str, start: float, context: Context) -> None:
         )
 
 
+class _RpcScope:
+    """Wraps one RPC: maps errors to statuses and logs one line when it ends."""
+
+    def __init__(self, method: str, context: Context) -> None:
+        self._method = method
+        self._context = context
+        self._start = time.perf_counter()
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> bool:
+        code = "OK"
+        context = self._context
+        try:
+            if isinstance(exc, ContextEngineError):
+                code = exc.code.value
+                await context.abort_with_status(to_status(exc))  # raises AbortError
+            elif isinstance(exc, asyncio.CancelledError):
+                code = "CANCELLED"
+            elif isinstance(exc, grpc.aio.AbortError):
+                code = _status_name(context)
+            elif isinstance(exc, Exception):
+                code = "INTERNAL"
+                await context.abort_with_status(to_status(internal_error(exc)))
+            elif exc is not None:
+                code = type(exc).__name__
+            return False
+        finally:
+            _log(self._method, code, self._start, context)
+
+
 def _unary(method: str, fn: Callable[[Any, Context], Awaitable[Any]]) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> Any:
-        start = time.perf_counter()
-        code = "OK"
-        try:
+        async with _RpcScope(method, context):
             if isinstance(request, _Rejected):
                 raise request.error
             return await fn(request, context)
-        except ContextEngineError as err:
-            code = err.code.value
-            await context.abort_with_status(to_status(err))
-        except asyncio.CancelledError:
-            code = "CANCELLED"
-            raise
-        except grpc.aio.AbortError:
-            code = _status_name(context)
-            raise
-        except Exception as exc:
-            code = "INTERNAL"
-            await context.abort_with_status(to_status(internal_error(exc)))
-        finally:
-            _log(method, code, start, context)
 
     return behavior
 
@@ -120,27 +138,11 @@ def _server_stream(
     method: str, fn: Callable[[Any, Context], AsyncIterator[Any]]
 ) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> AsyncIterator[Any]:
-        start = time.perf_counter()
-        code = "OK"
-        try:
+        async with _RpcScope(method, context):
             if isinstance(request, _Rejected):
                 raise request.error
             async for item in fn(request, context):
                 yield item
-        except ContextEngineError as err:
-            code = err.code.value
-            await context.abort_with_status(to_status(err))
-        except asyncio.CancelledError:
-            code = "CANCELLED"
-            raise
-        except grpc.aio.AbortError:
-            code = _status_name(context)
-            raise
-        except Exception as exc:
-            code = "INTERNAL"
-            await context.abort_with_status(to_status(internal_error(exc)))
-        finally:
-            _log(method, code, start, context)
 
     return behavior
 
