@@ -63,3 +63,12 @@ def test_chars_estimate_matches_adk_rules() -> None:
     )
     assert content_chars(_content()) == expected
     assert CharsPerFourCounter().count_content(_content()) == expected // 4
+
+
+def test_batch_counts_equal_single_counts() -> None:
+    contents = [_content()] * 3 + [
+        content_pb2.Content(parts=[content_pb2.Part(text=f"message number {i} " * (i % 7))])
+        for i in range(100)
+    ]
+    for counter in (TiktokenCounter(), CharsPerFourCounter()):
+        assert counter.count_contents(contents) == [counter.count_content(c) for c in contents]

