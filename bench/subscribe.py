@@ -5,11 +5,15 @@ durability). The writer (this process) appends one event at a time, paced: event
 ``start + i / rate`` s, or at once when the writer is behind; it writes for a fixed time, so a
 writer that cannot keep the pace simply writes fewer events. The subscribers run in another
 process: 100 ``subscribe_events`` streams of the Python client over a few channels, each
-following the session from its first event. Every process stamps times with the same system-wide
+following the session from its first event, with batched frames (``max_events_per_frame=64``:
+the events ready together go in one gRPC message); at the issue's rate the same workload also
+runs with one message per event (``max_events_per_frame=0``, the default) for comparison. Every process stamps times with the same system-wide
 monotonic clock, so times compare across processes.
 
 For each offered rate (500 events/s, the issue's workload, then lower rates to show where this
 machine copes), each on a fresh session of the same sidecar:
+
+Rows are labelled with the rate and the mode (``batched x64`` or ``per event``):
 
 * ``writer alone``: the paced writer, nobody subscribed.
 * ``writer + N subscribers``: the same writer while N subscribers follow the session.
@@ -69,6 +73,8 @@ class Sizes:
     channels: int
     #: stored events each subscriber replays in the capacity workload
     replay_events: int
+    #: ``max_events_per_frame`` of the batched subscribers
+    batch: int = 64
 
 
 FULL_SIZES = Sizes(
@@ -237,27 +243,44 @@ class Received:
     times: list[array[float]]
     resubscriptions: int
     out_of_order: int
+    #: event frames received after the replay (``event`` or ``events``), all subscribers
+    live_frames: int
+    #: events they carried
+    live_events: int
 
 
 def subscriber_process(
-    target: str, session_id: str, subscribers: int, channels: int, capacity: int, conn: Connection
+    target: str,
+    session_id: str,
+    subscribers: int,
+    channels: int,
+    capacity: int,
+    per_frame: int,
+    conn: Connection,
 ) -> None:
     """Entry point of the subscriber process. Sends "ready" once every subscriber is caught up,
     then receives the number of events written, and answers with a ``Received``."""
     received = asyncio.run(
-        _subscribe_all(target, session_id, subscribers, channels, capacity, conn)
+        _subscribe_all(target, session_id, subscribers, channels, capacity, per_frame, conn)
     )
     conn.send(received)
     conn.close()
 
 
 async def _subscribe_all(
-    target: str, session_id: str, subscribers: int, channels: int, capacity: int, conn: Connection
+    target: str,
+    session_id: str,
+    subscribers: int,
+    channels: int,
+    capacity: int,
+    per_frame: int,
+    conn: Connection,
 ) -> Received:
     times = [array("d", [math.nan]) * (capacity + 1) for _ in range(subscribers)]
     last = [0] * subscribers
     caught_up = [0] * subscribers
     out_of_order = 0
+    live_frames = live_events = 0
     ready = asyncio.Event()
     #: the number of events written, once the writer is done
     goal = math.inf
@@ -268,21 +291,28 @@ async def _subscribe_all(
             done.set()
 
     async def follow(k: int, client: ContextEngineClient) -> None:
-        nonlocal out_of_order
+        nonlocal out_of_order, live_frames, live_events
         mine = times[k]
-        stream = client.subscribe_events(APP, USER, session_id)
+        stream = client.subscribe_events(APP, USER, session_id, max_events_per_frame=per_frame)
         async with contextlib.aclosing(stream):
             async for frame in stream:
-                if frame.HasField("event"):
-                    sequence = frame.event.event.sequence
-                    if sequence <= capacity:
-                        mine[sequence] = now()
-                    if sequence != last[k] + 1:
-                        out_of_order += 1
-                    last[k] = sequence
-                    if sequence >= goal:
+                kind = frame.WhichOneof("frame")
+                if kind == "event" or kind == "events":
+                    received = now()
+                    batch = [frame.event] if kind == "event" else frame.events.events
+                    if ready.is_set():
+                        live_frames += 1
+                        live_events += len(batch)
+                    for subscribed in batch:
+                        sequence = subscribed.event.sequence
+                        if sequence <= capacity:
+                            mine[sequence] = received
+                        if sequence != last[k] + 1:
+                            out_of_order += 1
+                        last[k] = sequence
+                    if last[k] >= goal:
                         check_done()
-                elif frame.HasField("caught_up"):
+                elif kind == "caught_up":
                     caught_up[k] += 1
                     if all(caught_up):
                         ready.set()
@@ -306,7 +336,7 @@ async def _subscribe_all(
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
     resubscriptions = sum(max(0, count - 1) for count in caught_up)
-    return Received(times, resubscriptions, out_of_order)
+    return Received(times, resubscriptions, out_of_order, live_frames, live_events)
 
 
 # The workloads ---------------------------------------------------------------------------------
@@ -334,12 +364,22 @@ class Subscribers:
     """The subscriber process, following one session: ``start`` returns once every subscriber
     is caught up, ``finish`` once every subscriber has the given number of events."""
 
-    def __init__(self, target: str, session_id: str, sizes: Sizes, capacity: int) -> None:
+    def __init__(
+        self, target: str, session_id: str, sizes: Sizes, capacity: int, per_frame: int
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self._parent, child = context.Pipe()
         self._process = context.Process(
             target=subscriber_process,
-            args=(target, session_id, sizes.subscribers, sizes.channels, capacity, child),
+            args=(
+                target,
+                session_id,
+                sizes.subscribers,
+                sizes.channels,
+                capacity,
+                per_frame,
+                child,
+            ),
             daemon=True,
         )
 
@@ -365,10 +405,11 @@ class Subscribers:
 
 
 async def _with_subscribers(
-    client: ContextEngineClient, server: Sidecar, sizes: Sizes, rate: float
+    client: ContextEngineClient, server: Sidecar, sizes: Sizes, rate: float, per_frame: int
 ) -> tuple[Written, Received]:
     session = await client.create_session(APP, USER)
-    subscribers = Subscribers(server.target, session.id, sizes, math.ceil(rate * sizes.seconds) + 1)
+    capacity = math.ceil(rate * sizes.seconds) + 1
+    subscribers = Subscribers(server.target, session.id, sizes, capacity, per_frame)
     try:
         await subscribers.start()
         written = await paced_writer(client, session.id, rate, sizes.seconds, server)
@@ -378,8 +419,12 @@ async def _with_subscribers(
     return written, received
 
 
+def _mode(per_frame: int) -> str:
+    return f"batched x{per_frame}" if per_frame > 1 else "per event"
+
+
 async def _replay_capacity(
-    client: ContextEngineClient, server: Sidecar, sizes: Sizes, report: Report
+    client: ContextEngineClient, server: Sidecar, sizes: Sizes, per_frame: int, report: Report
 ) -> Measurement:
     """How fast the sidecar pushes frames at all: every subscriber replays a stored session
     (no writer: the store is read in pages, so this is the cost of sending)."""
@@ -388,7 +433,7 @@ async def _replay_capacity(
     for start in range(0, events, 100):
         batch = [event(n) for n in range(start, min(events, start + 100))]
         await client.append_events(APP, USER, session.id, batch)
-    subscribers = Subscribers(server.target, session.id, sizes, events)
+    subscribers = Subscribers(server.target, session.id, sizes, events, per_frame)
     cpu_before = server.cpu_seconds()
     try:
         await subscribers.start()  # returns once every subscriber has replayed everything
@@ -396,10 +441,11 @@ async def _replay_capacity(
     finally:
         await subscribers.stop()
     cpu_after = server.cpu_seconds()
-    report.checks.append(_check(received, events, "replay"))
+    mode = _mode(per_frame)
+    report.checks.append(_check(received, events, f"replay, {mode}"))
     times = [t for per in received.times for t in per[1:]]
     return Measurement(
-        f"replay: {sizes.subscribers} subscribers x {events} stored events",
+        f"replay, {mode}: {sizes.subscribers} subscribers x {events} stored events",
         len(times),
         max(times) - min(times),
         server_cpu_seconds=(
@@ -428,6 +474,7 @@ def _check(received: Received, events: int, label: str) -> str:
 @dataclass
 class RateResult:
     rate: float
+    per_frame: int
     alone: Measurement
     shared: Measurement
     by_ack: Measurement
@@ -435,13 +482,23 @@ class RateResult:
 
 
 async def _at_rate(
-    client: ContextEngineClient, server: Sidecar, sizes: Sizes, rate: float, report: Report
+    client: ContextEngineClient,
+    server: Sidecar,
+    sizes: Sizes,
+    rate: float,
+    per_frame: int,
+    report: Report,
 ) -> RateResult:
     alone_session = await client.create_session(APP, USER)
     alone = await paced_writer(client, alone_session.id, rate, sizes.seconds, server)
-    written, received = await _with_subscribers(client, server, sizes, rate)
-    label = f"{rate:.0f}/s"
+    written, received = await _with_subscribers(client, server, sizes, rate, per_frame)
+    label = f"{rate:.0f}/s, {_mode(per_frame)}"
     report.checks.append(_check(received, written.events, label))
+    report.notes.append(
+        f"{label}: {received.live_events / max(received.live_frames, 1):.2f} events per live "
+        f"frame on average ({received.live_frames:,} frames for {received.live_events:,} "
+        "deliveries)"
+    )
     by_ack: list[float] = []
     by_send: list[float] = []
     for times in received.times:
@@ -452,6 +509,7 @@ async def _at_rate(
     deliveries = written.events * sizes.subscribers
     return RateResult(
         rate,
+        per_frame,
         alone_row,
         _writer_row(
             f"{label}: writer + {sizes.subscribers} subscribers",
@@ -477,6 +535,7 @@ async def run(options: Options) -> Report:
             "subscribers": sizes.subscribers,
             "subscriber_channels": sizes.channels,
             "replay_events": sizes.replay_events,
+            "max_events_per_frame": sizes.batch,
             "quick": options.quick,
         },
     )
@@ -489,26 +548,35 @@ async def run(options: Options) -> Report:
             warmup = await client.create_session(APP, USER, "warm-up")
             for n in range(200):
                 await client.append_event(APP, USER, warmup.id, event(n))
-            results = [await _at_rate(client, server, sizes, rate, report) for rate in sizes.rates]
-            replay = await _replay_capacity(client, server, sizes, report)
+            results = [
+                await _at_rate(client, server, sizes, rate, sizes.batch, report)
+                for rate in sizes.rates
+            ]
+            # The same issue workload, one message per event: what batching changes.
+            per_event = await _at_rate(client, server, sizes, sizes.rates[0], 0, report)
+            replays = [
+                await _replay_capacity(client, server, sizes, per_frame, report)
+                for per_frame in (sizes.batch, 0)
+            ]
 
+    results.insert(1, per_event)
     for result in results:
         report.measurements.extend([result.alone, result.shared, result.by_ack, result.by_send])
-    report.measurements.append(replay)
+    report.measurements.extend(replays)
     issue = results[0]
     p99 = issue.by_ack.percentile_ms(0.99) or 0.0
     report.targets.extend(
         [
             Target(
-                f"{issue.rate:.0f}/s: writer throughput with {sizes.subscribers} subscribers / "
-                "alone",
+                f"{issue.rate:.0f}/s, {_mode(issue.per_frame)}: writer throughput with "
+                f"{sizes.subscribers} subscribers / alone",
                 issue.shared.ratio or 0.0,
                 THROUGHPUT_RATIO_TARGET,
                 "x",
             ),
             Target(
-                f"{issue.rate:.0f}/s: p99 delivery latency headroom, {P99_TARGET_MS:.0f} ms / p99 "
-                "(ack -> receipt)",
+                f"{issue.rate:.0f}/s, {_mode(issue.per_frame)}: p99 delivery latency headroom, "
+                f"{P99_TARGET_MS:.0f} ms / p99 (ack -> receipt)",
                 P99_TARGET_MS / p99 if p99 > 0 else math.inf,
                 1.0,
                 "x",
@@ -517,7 +585,7 @@ async def run(options: Options) -> Report:
     )
     for result in results:
         report.notes.append(
-            f"{result.rate:.0f}/s offered: writer {result.alone.events_per_second:,.0f}/s alone, "
+            f"{result.rate:.0f}/s offered, {_mode(result.per_frame)}: writer {result.alone.events_per_second:,.0f}/s alone, "
             f"{result.shared.events_per_second:,.0f}/s with {sizes.subscribers} subscribers; "
             f"delivery after the acknowledgement p50 {result.by_ack.percentile_ms(0.5):.2f} ms, "
             f"p99 {result.by_ack.percentile_ms(0.99):.2f} ms; after the send p99 "
@@ -530,12 +598,17 @@ async def run(options: Options) -> Report:
             "p50/p99 of writer rows: the append's round trip (send -> acknowledgement); of "
             "delivery rows: per (event, subscriber)",
             "sidecar, writer and subscribers are three processes sharing this machine's CPUs; "
-            "every subscriber frame is one gRPC message, so the sidecar sends "
-            "rate x subscribers messages per second",
-            f"replay row: frames per second the sidecar sends when nothing else happens (its "
-            f"ceiling on this machine): {replay.events_per_second:,.0f}/s, "
-            f"{(replay.server_cpu_seconds or 0) / max(replay.events, 1) * 1e6:.0f} us of "
-            "sidecar CPU per frame",
+            "per event, every event is one gRPC message per subscriber, so the sidecar sends "
+            f"rate x subscribers messages per second; batched (max_events_per_frame="
+            f"{sizes.batch}), the events ready together when a subscriber's stream can send "
+            "go in one message, without waiting for more",
         ]
     )
+    for replay in replays:
+        report.notes.append(
+            f"{replay.name}: events per second the sidecar delivers when nothing else happens "
+            f"(its ceiling on this machine): {replay.events_per_second:,.0f}/s, "
+            f"{(replay.server_cpu_seconds or 0) / max(replay.events, 1) * 1e6:.1f} us of "
+            "sidecar CPU per delivered event"
+        )
     return report

@@ -355,6 +355,7 @@ class ContextEngineClient:
         branches: Sequence[str] = (),
         kinds: Sequence[spb.EventKind.ValueType] = (),
         heartbeat_seconds: int = 0,
+        max_events_per_frame: int = 0,
         max_failures: int = 5,
         idle_seconds: float | None = None,
     ) -> AsyncGenerator[spb.SubscribeEventsResponse, None]:
@@ -366,6 +367,12 @@ class ContextEngineClient:
         received for ``idle_seconds``, by default three heartbeat intervals), it resubscribes
         from the last cursor received: no event is missed or repeated, and a new ``caught_up``
         frame follows the replay. After ``max_failures`` failures in a row the error is raised.
+
+        ``max_events_per_frame`` above 1 lets the server send several ready events in one
+        ``events`` frame (``frame.events.events``, in order; up to that many): far fewer messages
+        when events come fast or many are replayed. The frames are yielded as the server sends
+        them, batches included (not split into single events); a resubscription resumes after
+        the last event of the last batch received.
         """
         scope = (
             spb.SUBSCRIPTION_SCOPE_SESSION
@@ -390,6 +397,7 @@ class ContextEngineClient:
                 branches=branches,
                 kinds=kinds,
                 heartbeat_seconds=heartbeat_seconds,
+                max_events_per_frame=max_events_per_frame,
             )
             if scope == spb.SUBSCRIPTION_SCOPE_SESSION:
                 request.after_sequence = int(last or 0)
@@ -449,6 +457,10 @@ def _frame_cursor(frame: spb.SubscribeEventsResponse) -> str:
     kind = frame.WhichOneof("frame")
     if kind == "event":
         return frame.event.cursor
+    if kind == "events":
+        # A batch is resumed past as a whole: after its last event.
+        events = frame.events.events
+        return events[-1].cursor if events else ""
     if kind == "caught_up":
         return frame.caught_up.cursor
     if kind == "heartbeat":

@@ -485,6 +485,7 @@ def _branches_and_tools() -> tuple[list[Event], list[View]]:
         "root",
         "root.coder@call_t",
         "root.planner",
+        "root.plannerx",
         "root.coder@call_t.search@call_s",
     )
     return log.events, _pinned_views(branches=branches)

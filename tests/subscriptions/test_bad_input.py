@@ -40,6 +40,8 @@ SUBSCRIBE_CASES: list[tuple[str, dict[str, Any], str, str, str | None]] = [
     ("padded branch", {**SESSION_SCOPE, "branches": ["", " a"]}, "INVALID_ARGUMENT", "INVALID_ID", "branches[1]"),
     ("negative heartbeat", {**SESSION_SCOPE, "heartbeat_seconds": -1}, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "heartbeat_seconds"),
     ("endless heartbeat", {**APP_SCOPE, "heartbeat_seconds": 3601}, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "heartbeat_seconds"),
+    ("negative batch", {**SESSION_SCOPE, "max_events_per_frame": -1}, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "max_events_per_frame"),
+    ("huge batch", {**APP_SCOPE, "max_events_per_frame": 1001}, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "max_events_per_frame"),
 ]  # fmt: skip
 
 WATCH_CASES: list[tuple[str, dict[str, Any], str, str, str | None]] = [

@@ -10,6 +10,12 @@ which for one session is sequence order and across sessions is position order.
 A subscription that overflows while the replay is still running is simply registered again: the
 events it missed are in the store, and the replay goes on reading until it is caught up. Once
 live, an overflow ends the stream with SUBSCRIBER_LAGGED and the last cursor sent.
+
+Batching (``max_events_per_frame`` N > 1): the events that are ready together go in one
+``events`` frame, up to N: a replay page, or live, everything the subscription has buffered when
+the stream is ready to send (what was committed while the previous frame was being sent). The
+stream never waits for more events to fill a frame. The cursor moves past a batch's events only
+once the batch is handed over, as it does per event frame.
 """
 
 from __future__ import annotations
@@ -19,7 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextengine.errors import ContextEngineError, session_not_found
-from contextengine.service._subscription_frames import EventFrames, caught_up, heartbeat
+from contextengine.service._subscription_frames import (
+    EventFrames,
+    caught_up,
+    encode_batch,
+    heartbeat,
+)
 from contextengine.service._subscription_requests import EventsSpec
 from contextengine.store import Change, EventStore, LoggedEvent, SessionDeleted
 from contextengine.subscriptions.broadcaster import (
@@ -92,17 +103,17 @@ class EventStream:
             assert subscription is not None
             wait = self._spec.heartbeat_seconds
             by_sequence = self._spec.by_sequence
+            per_frame = self._spec.max_events_per_frame
+            if per_frame > 1:
+                async for frame in self._live_batched(subscription, per_frame):
+                    yield frame
             while True:
                 try:
                     batch = await subscription.next(wait)
                 except SubscriptionEndedError as ended:
                     raise ended_error(ended.reason, self.cursor) from None
                 if batch is None:
-                    seen = subscription.last_seen
-                    if seen is not None:
-                        # Everything routed here up to `seen` was sent or rejected by filters.
-                        self.cursor = max(self.cursor, self._cursor_of(seen))
-                    yield pb.SubscribeEventsResponse(heartbeat=heartbeat(self.cursor))
+                    yield self._heartbeat(subscription)
                     continue
                 for change in batch:
                     if type(change) is not LoggedEvent:
@@ -117,6 +128,57 @@ class EventStream:
                     yield self._frames.event(change, by_sequence)
         finally:
             self.close()
+
+    def _heartbeat(self, subscription: Subscription) -> pb.SubscribeEventsResponse:
+        seen = subscription.last_seen
+        if seen is not None:
+            # Everything routed here up to `seen` was sent or rejected by filters.
+            self.cursor = max(self.cursor, self._cursor_of(seen))
+        return pb.SubscribeEventsResponse(heartbeat=heartbeat(self.cursor))
+
+    async def _live_batched(self, subscription: Subscription, per_frame: int) -> AsyncIterator[Any]:
+        """The live phase with ``events`` frames of up to ``per_frame`` events; never returns."""
+        wait = self._spec.heartbeat_seconds
+        by_sequence = self._spec.by_sequence
+        event_frame = self._frames.event
+        while True:
+            try:
+                batch = await subscription.next(wait)
+            except SubscriptionEndedError as ended:
+                raise ended_error(ended.reason, self.cursor) from None
+            if batch is None:
+                yield self._heartbeat(subscription)
+                continue
+            pending: list[bytes] = []
+            cursors: list[int] = []
+            cursor = self.cursor
+            deleted: SessionDeleted | None = None
+            # Everything already buffered, up to a frame's worth (a commit is never split
+            # between two takes, but may be between two frames).
+            while batch is not None:
+                for change in batch:
+                    if type(change) is not LoggedEvent:
+                        if isinstance(change, SessionDeleted):
+                            deleted = change
+                            break
+                        continue
+                    at = change.event.sequence if by_sequence else change.position
+                    if at <= cursor:
+                        continue
+                    cursor = at
+                    pending.append(event_frame(change, by_sequence))
+                    cursors.append(at)
+                if deleted is not None or len(pending) >= per_frame:
+                    break
+                batch = subscription.poll()
+            for start in range(0, len(pending), per_frame):
+                end = min(start + per_frame, len(pending))
+                yield encode_batch(pending[start:end])
+                self.cursor = cursors[end - 1]
+            self.cursor = cursor
+            if deleted is not None:
+                key = deleted.key
+                raise session_not_found(key.app_name, key.user_id, key.session_id)
 
     def _subscribe(self) -> Subscription:
         self.close()
@@ -179,14 +241,19 @@ class EventStream:
     async def _replay(self, page: list[LoggedEvent]) -> AsyncIterator[Any]:
         read = self._reader()
         matcher = self._spec.matcher
+        per_frame = self._spec.max_events_per_frame
         while True:
-            for logged in page:
-                cursor = self._cursor_of(logged)
-                if cursor <= self.cursor:
-                    continue
-                self.cursor = cursor
-                if matcher.matches(logged.event):
-                    yield self._frames.event(logged, self._spec.by_sequence)
+            if per_frame > 1:
+                async for frame in self._replay_batched(page, per_frame):
+                    yield frame
+            else:
+                for logged in page:
+                    cursor = self._cursor_of(logged)
+                    if cursor <= self.cursor:
+                        continue
+                    self.cursor = cursor
+                    if matcher.matches(logged.event):
+                        yield self._frames.event(logged, self._spec.by_sequence)
             if len(page) < self._settings.page_size:
                 assert self._subscription is not None
                 ended = self._subscription.ended
@@ -197,3 +264,21 @@ class EventStream:
                 # Overflowed while replaying: what it missed is in the store; read on.
                 self._subscribe()
             page = await read(self.cursor)
+
+    async def _replay_batched(self, page: list[LoggedEvent], per_frame: int) -> AsyncIterator[Any]:
+        """One replay page as ``events`` frames of up to ``per_frame`` events."""
+        matcher = self._spec.matcher
+        by_sequence = self._spec.by_sequence
+        pending: list[bytes] = []
+        for logged in page:
+            cursor = self._cursor_of(logged)
+            if cursor <= self.cursor:
+                continue
+            if matcher.matches(logged.event):
+                pending.append(self._frames.event(logged, by_sequence))
+                if len(pending) == per_frame:
+                    yield encode_batch(pending)
+                    pending = []
+            self.cursor = cursor
+        if pending:
+            yield encode_batch(pending)

@@ -4,6 +4,11 @@ An event committed once is sent to every subscriber that follows it, so its fram
 and the bytes are shared (the handler wrapper sends bytes as they are). A frame depends only on
 the event, which never changes once recorded (its position is never reused), and on the kind of
 cursor: the sequence for session scope, the position otherwise.
+
+A batch frame (``SubscribeEventsResponse.events``) is built from the same cached bytes without
+decoding them: an ``event`` frame is ``SubscribedEvent`` as field 1 (length-delimited) of
+``SubscribeEventsResponse``, and ``SubscribedEventBatch.events`` is field 1 too, so the event
+frames laid end to end are the batch's encoding; the batch is then field 4 of the response.
 """
 
 from __future__ import annotations
@@ -31,6 +36,26 @@ class EventFrames:
             if len(self._frames) > self._capacity:
                 self._frames.popitem(last=False)
         return frame
+
+
+#: the tag of ``SubscribeEventsResponse.events`` (field 4, length-delimited)
+_EVENTS_TAG = b"\x22"
+
+
+def encode_batch(event_frames: list[bytes]) -> bytes:
+    """The ``events`` frame of the given ``event`` frames (encoded by ``EventFrames.event``), in
+    their order."""
+    body = b"".join(event_frames)
+    return _EVENTS_TAG + _varint(len(body)) + body
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def encode_event(logged: LoggedEvent, by_sequence: bool) -> bytes:

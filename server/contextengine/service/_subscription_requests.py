@@ -15,6 +15,8 @@ from contextengine.v1 import subscription_service_pb2 as pb
 
 #: the longest heartbeat interval a request may ask for
 MAX_HEARTBEAT_SECONDS = 3600
+#: the most events a request may ask to receive in one frame
+MAX_EVENTS_PER_FRAME = 1000
 
 SESSION_SCOPE = pb.SUBSCRIPTION_SCOPE_SESSION
 USER_SCOPE = pb.SUBSCRIPTION_SCOPE_USER
@@ -33,6 +35,8 @@ class EventsSpec:
     after: int
     matcher: EventMatcher
     heartbeat_seconds: float
+    #: the most events per frame; 1 = one ``event`` frame per event, more = ``events`` frames
+    max_events_per_frame: int = 1
 
     @property
     def by_sequence(self) -> bool:
@@ -138,7 +142,22 @@ def events_spec(request: pb.SubscribeEventsRequest, default_heartbeat: float) ->
         after=after,
         matcher=_matcher(request),
         heartbeat_seconds=heartbeat_seconds(request.heartbeat_seconds, default_heartbeat),
+        max_events_per_frame=max_events_per_frame(request.max_events_per_frame),
     )
+
+
+def max_events_per_frame(requested: int) -> int:
+    if requested < 0:
+        raise invalid(
+            "INVALID_ARGUMENT", "max_events_per_frame", "max_events_per_frame must not be negative"
+        )
+    if requested > MAX_EVENTS_PER_FRAME:
+        raise invalid(
+            "INVALID_ARGUMENT",
+            "max_events_per_frame",
+            f"max_events_per_frame must be at most {MAX_EVENTS_PER_FRAME}",
+        )
+    return max(1, requested)
 
 
 def watch_spec(request: pb.WatchSessionStateRequest, default_heartbeat: float) -> WatchSpec:

@@ -139,6 +139,15 @@ class Subscription:
             finally:
                 self._waiter = None
 
+    def poll(self) -> list[Change] | None:
+        """The next commit's changes if they are already buffered, else None; never waits (and
+        returns None once ended: ``next`` then raises)."""
+        if self.ended is not None or not self._batches:
+            return None
+        batch = self._batches.popleft()
+        self._buffered -= len(batch)
+        return batch
+
     def close(self) -> None:
         """Unregisters (the reader is done). Idempotent."""
         self._release()

@@ -26,7 +26,7 @@ from contextengine.v1 import event_pb2 as contextengine_dot_v1_dot_event__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+contextengine/v1/subscription_service.proto\x12\x10\x63ontextengine.v1\x1a\x1c\x63ontextengine/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x9b\x02\n\x16SubscribeEventsRequest\x12\x32\n\x05scope\x18\x01 \x01(\x0e\x32#.contextengine.v1.SubscriptionScope\x12\x10\n\x08\x61pp_name\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x05 \x01(\x03\x12\x14\n\x0c\x61\x66ter_cursor\x18\x06 \x01(\t\x12\x0f\n\x07\x61uthors\x18\x07 \x03(\t\x12\x10\n\x08\x62ranches\x18\x08 \x03(\t\x12*\n\x05kinds\x18\t \x03(\x0e\x32\x1b.contextengine.v1.EventKind\x12\x19\n\x11heartbeat_seconds\x18\n \x01(\x05\"\xb9\x01\n\x17SubscribeEventsResponse\x12\x32\n\x05\x65vent\x18\x01 \x01(\x0b\x32!.contextengine.v1.SubscribedEventH\x00\x12/\n\tcaught_up\x18\x02 \x01(\x0b\x32\x1a.contextengine.v1.CaughtUpH\x00\x12\x30\n\theartbeat\x18\x03 \x01(\x0b\x32\x1b.contextengine.v1.HeartbeatH\x00\x42\x07\n\x05\x66rame\"\x92\x01\n\x0fSubscribedEvent\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12&\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x17.contextengine.v1.Event\x12\x10\n\x08position\x18\x05 \x01(\x03\x12\x0e\n\x06\x63ursor\x18\x06 \x01(\t\"\x1a\n\x08\x43\x61ughtUp\x12\x0e\n\x06\x63ursor\x18\x01 \x01(\t\"0\n\tHeartbeat\x12\x0e\n\x06\x63ursor\x18\x01 \x01(\t\x12\x13\n\x0bserver_time\x18\x02 \x01(\x01\"l\n\x18WatchSessionStateRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x19\n\x11heartbeat_seconds\x18\x04 \x01(\x05\"\xba\x01\n\x19WatchSessionStateResponse\x12\x33\n\x08snapshot\x18\x01 \x01(\x0b\x32\x1f.contextengine.v1.StateSnapshotH\x00\x12-\n\x05\x64\x65lta\x18\x02 \x01(\x0b\x32\x1c.contextengine.v1.StateDeltaH\x00\x12\x30\n\theartbeat\x18\x03 \x01(\x0b\x32\x1b.contextengine.v1.HeartbeatH\x00\x42\x07\n\x05\x66rame\"I\n\rStateSnapshot\x12&\n\x05state\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08position\x18\x02 \x01(\x03\"l\n\nStateDelta\x12&\n\x05\x64\x65lta\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x10\n\x08position\x18\x04 \x01(\x03*\xc6\x01\n\tEventKind\x12\x1a\n\x16\x45VENT_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45VENT_KIND_MESSAGE\x10\x01\x12\x18\n\x14\x45VENT_KIND_TOOL_CALL\x10\x02\x12\x1c\n\x18\x45VENT_KIND_TOOL_RESPONSE\x10\x03\x12\x1b\n\x17\x45VENT_KIND_STATE_CHANGE\x10\x04\x12\x19\n\x15\x45VENT_KIND_COMPACTION\x10\x05\x12\x15\n\x11\x45VENT_KIND_REWIND\x10\x06*\x90\x01\n\x11SubscriptionScope\x12\"\n\x1eSUBSCRIPTION_SCOPE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aSUBSCRIPTION_SCOPE_SESSION\x10\x01\x12\x1b\n\x17SUBSCRIPTION_SCOPE_USER\x10\x02\x12\x1a\n\x16SUBSCRIPTION_SCOPE_APP\x10\x03\x32\xef\x01\n\x13SubscriptionService\x12h\n\x0fSubscribeEvents\x12(.contextengine.v1.SubscribeEventsRequest\x1a).contextengine.v1.SubscribeEventsResponse0\x01\x12n\n\x11WatchSessionState\x12*.contextengine.v1.WatchSessionStateRequest\x1a+.contextengine.v1.WatchSessionStateResponse0\x01\x42\x32\n\x14\x64\x65v.contextengine.v1B\x18SubscriptionServiceProtoP\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+contextengine/v1/subscription_service.proto\x12\x10\x63ontextengine.v1\x1a\x1c\x63ontextengine/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xb9\x02\n\x16SubscribeEventsRequest\x12\x32\n\x05scope\x18\x01 \x01(\x0e\x32#.contextengine.v1.SubscriptionScope\x12\x10\n\x08\x61pp_name\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x05 \x01(\x03\x12\x14\n\x0c\x61\x66ter_cursor\x18\x06 \x01(\t\x12\x0f\n\x07\x61uthors\x18\x07 \x03(\t\x12\x10\n\x08\x62ranches\x18\x08 \x03(\t\x12*\n\x05kinds\x18\t \x03(\x0e\x32\x1b.contextengine.v1.EventKind\x12\x19\n\x11heartbeat_seconds\x18\n \x01(\x05\x12\x1c\n\x14max_events_per_frame\x18\x0b \x01(\x05\"\xf3\x01\n\x17SubscribeEventsResponse\x12\x32\n\x05\x65vent\x18\x01 \x01(\x0b\x32!.contextengine.v1.SubscribedEventH\x00\x12/\n\tcaught_up\x18\x02 \x01(\x0b\x32\x1a.contextengine.v1.CaughtUpH\x00\x12\x30\n\theartbeat\x18\x03 \x01(\x0b\x32\x1b.contextengine.v1.HeartbeatH\x00\x12\x38\n\x06\x65vents\x18\x04 \x01(\x0b\x32&.contextengine.v1.SubscribedEventBatchH\x00\x42\x07\n\x05\x66rame\"I\n\x14SubscribedEventBatch\x12\x31\n\x06\x65vents\x18\x01 \x03(\x0b\x32!.contextengine.v1.SubscribedEvent\"\x92\x01\n\x0fSubscribedEvent\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12&\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x17.contextengine.v1.Event\x12\x10\n\x08position\x18\x05 \x01(\x03\x12\x0e\n\x06\x63ursor\x18\x06 \x01(\t\"\x1a\n\x08\x43\x61ughtUp\x12\x0e\n\x06\x63ursor\x18\x01 \x01(\t\"0\n\tHeartbeat\x12\x0e\n\x06\x63ursor\x18\x01 \x01(\t\x12\x13\n\x0bserver_time\x18\x02 \x01(\x01\"l\n\x18WatchSessionStateRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x19\n\x11heartbeat_seconds\x18\x04 \x01(\x05\"\xba\x01\n\x19WatchSessionStateResponse\x12\x33\n\x08snapshot\x18\x01 \x01(\x0b\x32\x1f.contextengine.v1.StateSnapshotH\x00\x12-\n\x05\x64\x65lta\x18\x02 \x01(\x0b\x32\x1c.contextengine.v1.StateDeltaH\x00\x12\x30\n\theartbeat\x18\x03 \x01(\x0b\x32\x1b.contextengine.v1.HeartbeatH\x00\x42\x07\n\x05\x66rame\"I\n\rStateSnapshot\x12&\n\x05state\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08position\x18\x02 \x01(\x03\"l\n\nStateDelta\x12&\n\x05\x64\x65lta\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x10\n\x08position\x18\x04 \x01(\x03*\xc6\x01\n\tEventKind\x12\x1a\n\x16\x45VENT_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45VENT_KIND_MESSAGE\x10\x01\x12\x18\n\x14\x45VENT_KIND_TOOL_CALL\x10\x02\x12\x1c\n\x18\x45VENT_KIND_TOOL_RESPONSE\x10\x03\x12\x1b\n\x17\x45VENT_KIND_STATE_CHANGE\x10\x04\x12\x19\n\x15\x45VENT_KIND_COMPACTION\x10\x05\x12\x15\n\x11\x45VENT_KIND_REWIND\x10\x06*\x90\x01\n\x11SubscriptionScope\x12\"\n\x1eSUBSCRIPTION_SCOPE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aSUBSCRIPTION_SCOPE_SESSION\x10\x01\x12\x1b\n\x17SUBSCRIPTION_SCOPE_USER\x10\x02\x12\x1a\n\x16SUBSCRIPTION_SCOPE_APP\x10\x03\x32\xef\x01\n\x13SubscriptionService\x12h\n\x0fSubscribeEvents\x12(.contextengine.v1.SubscribeEventsRequest\x1a).contextengine.v1.SubscribeEventsResponse0\x01\x12n\n\x11WatchSessionState\x12*.contextengine.v1.WatchSessionStateRequest\x1a+.contextengine.v1.WatchSessionStateResponse0\x01\x42\x32\n\x14\x64\x65v.contextengine.v1B\x18SubscriptionServiceProtoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,28 +34,30 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextengine.v1.subscripti
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.contextengine.v1B\030SubscriptionServiceProtoP\001'
-  _globals['_EVENTKIND']._serialized_start=1311
-  _globals['_EVENTKIND']._serialized_end=1509
-  _globals['_SUBSCRIPTIONSCOPE']._serialized_start=1512
-  _globals['_SUBSCRIPTIONSCOPE']._serialized_end=1656
+  _globals['_EVENTKIND']._serialized_start=1474
+  _globals['_EVENTKIND']._serialized_end=1672
+  _globals['_SUBSCRIPTIONSCOPE']._serialized_start=1675
+  _globals['_SUBSCRIPTIONSCOPE']._serialized_end=1819
   _globals['_SUBSCRIBEEVENTSREQUEST']._serialized_start=126
-  _globals['_SUBSCRIBEEVENTSREQUEST']._serialized_end=409
-  _globals['_SUBSCRIBEEVENTSRESPONSE']._serialized_start=412
-  _globals['_SUBSCRIBEEVENTSRESPONSE']._serialized_end=597
-  _globals['_SUBSCRIBEDEVENT']._serialized_start=600
-  _globals['_SUBSCRIBEDEVENT']._serialized_end=746
-  _globals['_CAUGHTUP']._serialized_start=748
-  _globals['_CAUGHTUP']._serialized_end=774
-  _globals['_HEARTBEAT']._serialized_start=776
-  _globals['_HEARTBEAT']._serialized_end=824
-  _globals['_WATCHSESSIONSTATEREQUEST']._serialized_start=826
-  _globals['_WATCHSESSIONSTATEREQUEST']._serialized_end=934
-  _globals['_WATCHSESSIONSTATERESPONSE']._serialized_start=937
-  _globals['_WATCHSESSIONSTATERESPONSE']._serialized_end=1123
-  _globals['_STATESNAPSHOT']._serialized_start=1125
-  _globals['_STATESNAPSHOT']._serialized_end=1198
-  _globals['_STATEDELTA']._serialized_start=1200
-  _globals['_STATEDELTA']._serialized_end=1308
-  _globals['_SUBSCRIPTIONSERVICE']._serialized_start=1659
-  _globals['_SUBSCRIPTIONSERVICE']._serialized_end=1898
+  _globals['_SUBSCRIBEEVENTSREQUEST']._serialized_end=439
+  _globals['_SUBSCRIBEEVENTSRESPONSE']._serialized_start=442
+  _globals['_SUBSCRIBEEVENTSRESPONSE']._serialized_end=685
+  _globals['_SUBSCRIBEDEVENTBATCH']._serialized_start=687
+  _globals['_SUBSCRIBEDEVENTBATCH']._serialized_end=760
+  _globals['_SUBSCRIBEDEVENT']._serialized_start=763
+  _globals['_SUBSCRIBEDEVENT']._serialized_end=909
+  _globals['_CAUGHTUP']._serialized_start=911
+  _globals['_CAUGHTUP']._serialized_end=937
+  _globals['_HEARTBEAT']._serialized_start=939
+  _globals['_HEARTBEAT']._serialized_end=987
+  _globals['_WATCHSESSIONSTATEREQUEST']._serialized_start=989
+  _globals['_WATCHSESSIONSTATEREQUEST']._serialized_end=1097
+  _globals['_WATCHSESSIONSTATERESPONSE']._serialized_start=1100
+  _globals['_WATCHSESSIONSTATERESPONSE']._serialized_end=1286
+  _globals['_STATESNAPSHOT']._serialized_start=1288
+  _globals['_STATESNAPSHOT']._serialized_end=1361
+  _globals['_STATEDELTA']._serialized_start=1363
+  _globals['_STATEDELTA']._serialized_end=1471
+  _globals['_SUBSCRIPTIONSERVICE']._serialized_start=1822
+  _globals['_SUBSCRIPTIONSERVICE']._serialized_end=2061
 # @@protoc_insertion_point(module_scope)

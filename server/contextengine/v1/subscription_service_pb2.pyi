@@ -125,6 +125,7 @@ class SubscribeEventsRequest(_message.Message):
     BRANCHES_FIELD_NUMBER: _builtins.int
     KINDS_FIELD_NUMBER: _builtins.int
     HEARTBEAT_SECONDS_FIELD_NUMBER: _builtins.int
+    MAX_EVENTS_PER_FRAME_FIELD_NUMBER: _builtins.int
     scope: Global___SubscriptionScope.ValueType
     """Which sessions to follow."""
     app_name: _builtins.str
@@ -143,6 +144,13 @@ class SubscribeEventsRequest(_message.Message):
     """
     heartbeat_seconds: _builtins.int
     """Seconds between heartbeat frames while nothing else is sent; 0 = the server default (15)."""
+    max_events_per_frame: _builtins.int
+    """The most events one frame may carry. 0 or 1: every event is its own `event` frame (the
+    default). N > 1: when several events are ready to be sent (in the replay, or live when events
+    were recorded faster than they could be sent), up to N of them go in one `events` frame; an
+    event that is alone is still sent at once, as an `events` frame of one: the server never
+    waits to fill a batch. Negative or above 1000: INVALID_ARGUMENT.
+    """
     @_builtins.property
     def authors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Only events by these authors (empty = all)."""
@@ -168,10 +176,11 @@ class SubscribeEventsRequest(_message.Message):
         branches: _abc.Iterable[_builtins.str] | None = ...,
         kinds: _abc.Iterable[Global___EventKind.ValueType] | None = ...,
         heartbeat_seconds: _builtins.int = ...,
+        max_events_per_frame: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_cursor", b"after_cursor", "after_sequence", b"after_sequence", "app_name", b"app_name", "authors", b"authors", "branches", b"branches", "heartbeat_seconds", b"heartbeat_seconds", "kinds", b"kinds", "scope", b"scope", "session_id", b"session_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_cursor", b"after_cursor", "after_sequence", b"after_sequence", "app_name", b"app_name", "authors", b"authors", "branches", b"branches", "heartbeat_seconds", b"heartbeat_seconds", "kinds", b"kinds", "max_events_per_frame", b"max_events_per_frame", "scope", b"scope", "session_id", b"session_id", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -186,6 +195,7 @@ class SubscribeEventsResponse(_message.Message):
     EVENT_FIELD_NUMBER: _builtins.int
     CAUGHT_UP_FIELD_NUMBER: _builtins.int
     HEARTBEAT_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event(self) -> Global___SubscribedEvent:
         """A recorded event."""
@@ -198,22 +208,55 @@ class SubscribeEventsResponse(_message.Message):
     def heartbeat(self) -> Global___Heartbeat:
         """Nothing new; carries the cursor to resume from."""
 
+    @_builtins.property
+    def events(self) -> Global___SubscribedEventBatch:
+        """Several recorded events (only when the request's `max_events_per_frame` is above 1)."""
+
     def __init__(
         self,
         *,
         event: Global___SubscribedEvent | None = ...,
         caught_up: Global___CaughtUp | None = ...,
         heartbeat: Global___Heartbeat | None = ...,
+        events: Global___SubscribedEventBatch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["caught_up", b"caught_up", "event", b"event", "frame", b"frame", "heartbeat", b"heartbeat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["caught_up", b"caught_up", "event", b"event", "events", b"events", "frame", b"frame", "heartbeat", b"heartbeat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["caught_up", b"caught_up", "event", b"event", "frame", b"frame", "heartbeat", b"heartbeat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caught_up", b"caught_up", "event", b"event", "events", b"events", "frame", b"frame", "heartbeat", b"heartbeat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["event", "caught_up", "heartbeat"]  # noqa: Y015
+    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["event", "caught_up", "heartbeat", "events"]  # noqa: Y015
     _WhichOneofArgType_frame: _TypeAlias = _typing.Literal["frame", b"frame"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_frame) -> _WhichOneofReturnType_frame | None: ...
 
 Global___SubscribeEventsResponse: _TypeAlias = SubscribeEventsResponse  # noqa: Y015
+
+@_typing.final
+class SubscribedEventBatch(_message.Message):
+    """Consecutive events of a subscription, in delivery order: the same events, in the same order,
+    as the `event` frames that would otherwise have been sent. Never empty, never more than the
+    request's `max_events_per_frame`. The cursor to resume from after this frame is the cursor of
+    its last event: the events of a frame are delivered, and resumed past, together.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubscribedEvent]:
+        """The events, oldest first."""
+
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___SubscribedEvent] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubscribedEventBatch: _TypeAlias = SubscribedEventBatch  # noqa: Y015
 
 @_typing.final
 class SubscribedEvent(_message.Message):
