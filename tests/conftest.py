@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from contextengine.client import ContextEngineClient
 from contextengine.server import ContextEngineServer
 from contextengine.testing import start_local_server
+
+# `make test` (and CI) run every property test on a fixed, code-derived set of examples so that a
+# run is reproducible; HYPOTHESIS_PROFILE=explore draws new random examples (use it to hunt).
+settings.register_profile("repeatable", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 @pytest.fixture(params=["memory", "sqlite"])
