@@ -83,3 +83,20 @@ def test_rewind_forces_rebuild() -> None:
     view = materialize(events, options, COUNTER, view)
     assert view.mode == "full"
     assert view.contents == []
+
+
+def test_idless_response_to_a_call_in_the_view_forces_rebuild() -> None:
+    """ADK pairs calls and responses without ids by name, across the whole history."""
+    options = ContextOptions(agent_name="agent")
+    call = event_pb2.Event(author="agent", invocation_id="i1", timestamp=2.0)
+    call.content.role = "model"
+    call.content.parts.add().function_call.name = "read_file"
+    response = event_pb2.Event(author="agent", invocation_id="i1", timestamp=3.0)
+    response.content.role = "user"
+    response.content.parts.add().function_response.name = "read_file"
+    events = [text_event("q", invocation_id="i1", timestamp=1.0), call]
+    view = materialize(events, options, COUNTER)
+    events.append(response)
+    view = materialize(events, options, COUNTER, view)
+    assert view.mode == "full"
+    assert view.contents == build_contents(events, options)

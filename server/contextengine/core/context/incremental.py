@@ -63,6 +63,9 @@ class _Ids:
     branch_run_ids: set[str] = field(default_factory=set)
     #: calls and long-running ids without a response (kept up to date by ``add``)
     open: set[str] = field(default_factory=set)
+    #: names of calls / responses without an id (ADK pairs those by name)
+    idless_calls: set[str] = field(default_factory=set)
+    idless_responses: set[str] = field(default_factory=set)
 
     def add(self, event: event_pb2.Event, item: Item) -> None:
         for ref in item.calls:
@@ -70,10 +73,14 @@ class _Ids:
                 self.calls.add(ref.id)
                 if ref.id not in self.responses:
                     self.open.add(ref.id)
+            else:
+                self.idless_calls.add(ref.name or "")
         for ref in item.responses:
             if ref.id:
                 self.responses.add(ref.id)
                 self.open.discard(ref.id)
+            else:
+                self.idless_responses.add(ref.name or "")
         for lr_id in event.long_running_tool_ids:
             self.long_running.add(lr_id)
             if lr_id not in self.responses:
@@ -181,6 +188,9 @@ def _can_extend(view: View, new: Sequence[event_pb2.Event], new_items: Sequence[
         return False
     if any(i in old.calls for i in new_ids.branch_run_ids):
         return False
+    # Calls and responses without ids pair by name across the whole history.
+    if new_ids.idless_responses & old.idless_calls or new_ids.idless_calls & old.idless_responses:
+        return False
     scope = view.options.isolation_scope
     return not (scope and scope in new_ids.calls)
 
@@ -220,6 +230,8 @@ def _copy_ids(ids: _Ids) -> _Ids:
         set(ids.long_running),
         set(ids.branch_run_ids),
         set(ids.open),
+        set(ids.idless_calls),
+        set(ids.idless_responses),
     )
 
 
