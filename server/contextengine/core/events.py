@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextengine.core.state import TEMP_PREFIX
 from contextengine.v1 import event_pb2
 
 
@@ -38,7 +39,7 @@ def normalize_for_append(event: event_pb2.Event, new_id: str) -> event_pb2.Event
         out.id = new_id
     if out.actions.HasField("state_delta"):
         fields = out.actions.state_delta.fields
-        for key in [k for k in fields if k.startswith("temp:")]:
+        for key in [k for k in fields if k.startswith(TEMP_PREFIX)]:
             del fields[key]
     if out.long_running_tool_ids:
         ids = sorted(set(out.long_running_tool_ids))

@@ -31,11 +31,6 @@ class ScopedDelta:
         return not (self.app or self.user or self.session)
 
 
-def strip_temp(delta: Mapping[str, Any]) -> JsonObject:
-    """The delta without ``temp:`` keys (what ADK stores)."""
-    return {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)}
-
-
 def split_delta(delta: Mapping[str, Any]) -> ScopedDelta:
     """Splits a delta by scope; ``temp:`` keys are dropped; prefixes are removed."""
     app: JsonObject = {}

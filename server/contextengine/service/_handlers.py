@@ -147,29 +147,56 @@ def _server_stream(
     return behavior
 
 
+async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """A client's request stream, failing the RPC at the first rejected message."""
+    async for request in requests:
+        if isinstance(request, _Rejected):
+            raise request.error
+        yield request
+
+
+def _client_stream(
+    method: str, fn: Callable[[AsyncIterator[Any], Context], Awaitable[Any]]
+) -> Callable[..., Any]:
+    async def behavior(requests: AsyncIterator[Any], context: Context) -> Any:
+        async with _RpcScope(method, context):
+            return await fn(_checked(requests), context)
+
+    return behavior
+
+
+def _bidi_stream(
+    method: str, fn: Callable[[AsyncIterator[Any], Context], AsyncIterator[Any]]
+) -> Callable[..., Any]:
+    async def behavior(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
+        async with _RpcScope(method, context):
+            async for item in fn(_checked(requests), context):
+                yield item
+
+    return behavior
+
+
+_WRAPPERS: dict[tuple[bool, bool], tuple[Callable[..., Any], Callable[..., Any]]] = {
+    # (client streaming, server streaming) -> (behaviour wrapper, grpc handler factory)
+    (False, False): (_unary, grpc.unary_unary_rpc_method_handler),
+    (False, True): (_server_stream, grpc.unary_stream_rpc_method_handler),
+    (True, False): (_client_stream, grpc.stream_unary_rpc_method_handler),
+    (True, True): (_bidi_stream, grpc.stream_stream_rpc_method_handler),
+}
+
+
 def generic_handler(
     service: descriptor.ServiceDescriptor, servicer: object, max_request_bytes: int
 ) -> grpc.GenericRpcHandler:
     """A handler serving every method of ``service`` from the same-named servicer methods."""
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for m in service.methods:
-        if m.client_streaming:
-            raise NotImplementedError(f"client streaming is not supported: {m.full_name}")
         request_cls = message_factory.GetMessageClass(m.input_type)
         response_cls = message_factory.GetMessageClass(m.output_type)
-        fn = getattr(servicer, m.name)
-        deserialize = _deserializer(request_cls, max_request_bytes)
-        serialize = _serializer(response_cls)
-        if m.server_streaming:
-            handlers[m.name] = grpc.unary_stream_rpc_method_handler(
-                _server_stream(m.full_name, fn),
-                request_deserializer=deserialize,
-                response_serializer=serialize,
-            )
-        else:
-            handlers[m.name] = grpc.unary_unary_rpc_method_handler(
-                _unary(m.full_name, fn),
-                request_deserializer=deserialize,
-                response_serializer=serialize,
-            )
+        wrap, make_handler = _WRAPPERS[(m.client_streaming, m.server_streaming)]
+        handlers[m.name] = make_handler(
+            wrap(m.full_name, getattr(servicer, m.name)),
+            request_deserializer=_deserializer(request_cls, max_request_bytes),
+            response_serializer=_serializer(response_cls),
+        )
     return grpc.method_handlers_generic_handler(service.full_name, handlers)

@@ -34,13 +34,6 @@ def to_status(error: ContextEngineError) -> grpc.Status:
     return result
 
 
-async def abort(
-    context: grpc.aio.ServicerContext[object, object], error: ContextEngineError
-) -> None:
-    """Ends the RPC with ``error`` (raises)."""
-    await context.abort_with_status(to_status(error))
-
-
 def internal_error(exc: BaseException) -> ContextEngineError:
     _LOG.exception("unexpected error", exc_info=exc)
     return ContextEngineError("INTERNAL", f"internal error: {type(exc).__name__}")
