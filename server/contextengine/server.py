@@ -13,6 +13,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from contextengine.service._app_configs import AppConfigs
 from contextengine.service._event_cache import SessionEventCache
 from contextengine.service._handlers import generic_handler
 from contextengine.service.context_service import ContextServicer
@@ -114,14 +115,15 @@ class ContextEngineServer:
             ]
         )
         events = SessionEventCache(self.store)
+        configs = AppConfigs(self.store)
         self.broadcaster.start()
         streams = StreamSettings(
             buffer=self.settings.subscriber_buffer,
             heartbeat_seconds=self.settings.heartbeat_seconds,
         )
         servicers = {
-            SESSION_SERVICE: SessionServicer(self.store),
-            CONTEXT_SERVICE: ContextServicer(self.store, events),
+            SESSION_SERVICE: SessionServicer(self.store, configs),
+            CONTEXT_SERVICE: ContextServicer(configs, events),
             SUBSCRIPTION_SERVICE: SubscriptionServicer(self.store, self.broadcaster, streams),
         }
         server.add_generic_rpc_handlers(

@@ -112,6 +112,8 @@ async def test_current_turn_only(client: ContextEngineClient, conversation: str)
 
 
 async def test_preamble_is_configurable(client: ContextEngineClient, conversation: str) -> None:
+    before = await client.build_context(APP, "u1", conversation, agent_name="agent")
+    assert before.contents[4].parts[0].text == DEFAULT_OTHER_AGENT_PREAMBLE
     await client.update_app_config(
         config_pb2.AppConfig(app_name=APP, other_agent_preamble="QUOTED:")
     )

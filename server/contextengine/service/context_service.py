@@ -21,8 +21,9 @@ from contextengine.core.validate import (
     check_session_address,
 )
 from contextengine.errors import invalid
+from contextengine.service._app_configs import AppConfigs
 from contextengine.service._event_cache import SessionEventCache
-from contextengine.store import EventStore, SessionKey
+from contextengine.store import SessionKey
 from contextengine.v1 import content_pb2, context_service_pb2 as pb, event_pb2
 
 _KEEP_IDS = frozenset(
@@ -56,12 +57,12 @@ class ContextServicer:
 
     def __init__(
         self,
-        store: EventStore,
+        configs: AppConfigs,
         events: SessionEventCache,
         counter: TokenCounter | None = None,
         max_views: int = 512,
     ) -> None:
-        self._store = store
+        self._configs = configs
         self._events = events
         self._counter = counter if counter is not None else default_counter()
         self._views: OrderedDict[tuple[SessionKey, ContextOptions, bytes], tuple[int, View]] = (
@@ -88,7 +89,7 @@ class ContextServicer:
                 "model.provider",
                 f"model.provider {request.model.provider} is not a known value",
             )
-        config = await self._store.get_app_config(request.app_name)
+        config = await self._configs.get(request.app_name)
         preamble = DEFAULT_OTHER_AGENT_PREAMBLE
         if config is not None and config.HasField("other_agent_preamble"):
             preamble = config.other_agent_preamble

@@ -24,6 +24,7 @@ from contextengine.core.validate import (
     check_session_address,
 )
 from contextengine.errors import ContextEngineError, invalid, session_not_found
+from contextengine.service._app_configs import AppConfigs
 from contextengine.store import EventFilter, EventStore, SessionKey, StoredSession
 from contextengine.v1 import config_pb2, event_pb2, session_pb2, session_service_pb2 as pb
 
@@ -54,8 +55,11 @@ def _key(request: Any) -> SessionKey:
 class SessionServicer:
     """Implements every RPC of ``SessionService``; errors are raised as ContextEngineError."""
 
-    def __init__(self, store: EventStore, clock: Clock = time.time) -> None:
+    def __init__(
+        self, store: EventStore, configs: AppConfigs | None = None, clock: Clock = time.time
+    ) -> None:
         self._store = store
+        self._configs = configs if configs is not None else AppConfigs(store)
         self._clock = clock
 
     async def CreateSession(
@@ -250,7 +254,7 @@ class SessionServicer:
         self, request: pb.GetAppConfigRequest, context: object
     ) -> pb.GetAppConfigResponse:
         check_id(request.app_name, "app_name")
-        config = await self._store.get_app_config(request.app_name)
+        config = await self._configs.get(request.app_name)
         if config is None:
             config = config_pb2.AppConfig(app_name=request.app_name)
         return pb.GetAppConfigResponse(config=config)
@@ -264,5 +268,5 @@ class SessionServicer:
         config = config_pb2.AppConfig()
         config.CopyFrom(request.config)
         config.update_time = self._clock()
-        stored = await self._store.put_app_config(config)
+        stored = await self._configs.put(config)
         return pb.UpdateAppConfigResponse(config=stored)
