@@ -181,6 +181,22 @@ async def test_same_id_with_a_different_payload_conflicts(store: EventStore) -> 
     assert session.events[0].content.parts[0].text == "hi"
 
 
+async def test_stamped_timestamps_are_distinct_within_a_batch(
+    store: EventStore, clock: FakeClock
+) -> None:
+    # Compaction ranges are timestamp ranges: a batch stamped with one time could not be split.
+    await create(store)
+    clock.now = 500.0
+    batch = [ev(name, timestamp=0.0) for name in "abcd"] + [ev("e", timestamp=42.0)]
+    outcome = await store.append_events(KEY, batch, None)
+    stamps = [event.timestamp for event in outcome.events]
+    assert stamps[0] == 500.0
+    assert stamps[:4] == sorted(set(stamps[:4]))
+    assert stamps[3] - stamps[0] < 1e-9
+    assert stamps[4] == 42.0
+    assert [e.timestamp for e in await all_events(store)] == stamps
+
+
 async def test_zero_timestamp_takes_the_clock_and_replays_match(
     store: EventStore, clock: FakeClock
 ) -> None:

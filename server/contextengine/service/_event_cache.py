@@ -64,10 +64,14 @@ class SessionEventCache:
             page, _ = await self._store.list_events(key, entry.last_sequence, _PAGE)
             if not page:
                 break
-            entry.events.extend(page)
-            entry.items.extend(item_from_event(event) for event in page)
-            entry.last_sequence = page[-1].sequence
-            self._cached_events += len(page)
+            # Another caller may have topped the entry up while this one awaited the store:
+            # keep only what is still missing, so the list stays one event per sequence.
+            fresh = [event for event in page if event.sequence > entry.last_sequence]
+            entry.events.extend(fresh)
+            entry.items.extend(item_from_event(event) for event in fresh)
+            if fresh:
+                entry.last_sequence = fresh[-1].sequence
+            self._cached_events += len(fresh)
         self._evict(keep=key)
         return SessionLog(entry.events, entry.items, entry.last_sequence, entry.generation)
 

@@ -6,6 +6,7 @@ last sequence, and writes what the plan says (all of it, or nothing when plannin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -62,6 +63,9 @@ def plan_append(
     duplicates: list[bool] = []
     new_events: list[event_pb2.Event] = []
     planned: dict[str, event_pb2.Event] = {}
+    # Events stamped by the server get distinct, increasing times even within one batch:
+    # compaction ranges are timestamp ranges, so equal stamps would make events inseparable.
+    stamp = now
     for event in events:
         earlier = planned.get(event.id)
         if earlier is None:
@@ -74,7 +78,8 @@ def plan_append(
             continue
         event.sequence = last_sequence + len(new_events) + 1
         if event.timestamp == 0.0:
-            event.timestamp = now
+            event.timestamp = stamp
+            stamp = math.nextafter(stamp, math.inf)
         planned[event.id] = event
         new_events.append(event)
         recorded.append(event)
