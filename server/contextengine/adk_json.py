@@ -5,7 +5,7 @@ The proto mirrors ADK's ``Event`` field for field (ADR 0001), so the conversion 
 generic converter cannot know:
 
 * parsing is strict (an unknown key is an error, reported as ``INVALID_EVENT``);
-* the engine-only fields (``Event.sequence``, ``EventCompaction.start_sequence`` /
+* the engine-only fields (``Event.sequence``, ``Event.pinned``, ``EventCompaction.start_sequence`` /
   ``end_sequence``) are dropped on the way out, because ADK's ``EventCompaction`` forbids keys it
   does not know;
 * numbers inside JSON-valued fields (``google.protobuf.Struct`` / ``Value`` / ``ListValue``, such
@@ -28,9 +28,14 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 
 from contextengine.errors import ContextEngineError
-from contextengine.v1 import event_pb2
+from contextengine.v1 import content_pb2, event_pb2
 
-__all__ = ["event_from_adk_json", "event_to_adk_dict", "event_to_adk_json"]
+__all__ = [
+    "content_to_adk_dict",
+    "event_from_adk_json",
+    "event_to_adk_dict",
+    "event_to_adk_json",
+]
 
 #: Messages whose JSON form is an arbitrary JSON value.
 _JSON_VALUE_MESSAGES = frozenset(
@@ -97,12 +102,21 @@ def event_to_adk_dict(event: event_pb2.Event) -> dict[str, Any]:
     """
     data: dict[str, Any] = json_format.MessageToDict(event, preserving_proto_field_name=True)
     data.pop("sequence", None)
+    data.pop("pinned", None)
     actions = data.get("actions")
     compaction = actions.get("compaction") if actions is not None else None
     if compaction is not None:
         compaction.pop("start_sequence", None)
         compaction.pop("end_sequence", None)
     _restore_integers(event_pb2.Event.DESCRIPTOR, data)
+    return data
+
+
+def content_to_adk_dict(content: content_pb2.Content) -> dict[str, Any]:
+    """The content as google-genai's ``Content`` JSON dict (snake_case keys, integral numbers in
+    function-call arguments and responses as ``int``). ``content`` is not modified."""
+    data: dict[str, Any] = json_format.MessageToDict(content, preserving_proto_field_name=True)
+    _restore_integers(content_pb2.Content.DESCRIPTOR, data)
     return data
 
 

@@ -30,11 +30,15 @@ from contextengine._resumable import FollowPolicy, follow
 from contextengine._rpc_errors import RpcError, to_rpc_error
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import (
+    compaction_service_pb2 as kpb,
+    compaction_service_pb2_grpc,
     config_pb2,
     content_pb2,
     context_service_pb2 as cpb,
     context_service_pb2_grpc,
     event_pb2,
+    memory_service_pb2 as mpb,
+    memory_service_pb2_grpc,
     session_pb2,
     session_service_pb2 as pb,
     session_service_pb2_grpc,
@@ -51,6 +55,7 @@ T = TypeVar("T")
 
 _RETRYABLE_WRITE = frozenset({grpc.StatusCode.UNAVAILABLE})
 _RETRYABLE_READ = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+_NO_RETRY: frozenset[grpc.StatusCode] = frozenset()
 
 
 class ContextEngineClient:
@@ -84,6 +89,8 @@ class ContextEngineClient:
         self._sessions = session_service_pb2_grpc.SessionServiceStub(self._channel)
         self._contexts = context_service_pb2_grpc.ContextServiceStub(self._channel)
         self._subscriptions = subscription_service_pb2_grpc.SubscriptionServiceStub(self._channel)
+        self._compaction = compaction_service_pb2_grpc.CompactionServiceStub(self._channel)
+        self._memory = memory_service_pb2_grpc.MemoryServiceStub(self._channel)
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -303,8 +310,21 @@ class ContextEngineClient:
         model: cpb.ModelIdentity | None = None,
         include_thoughts_from_other_agents: bool = False,
         user_content: content_pb2.Content | None = None,
+        preload_memory: bool = False,
+        memory_query: str | None = None,
+        system_instruction: content_pb2.Content | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        tool_config: Mapping[str, Any] | None = None,
+        invocation_id: str = "",
+        skip_compaction: bool = False,
     ) -> cpb.BuildContextResponse:
-        """The model contents for ``agent_name``'s next model call."""
+        """The model contents for ``agent_name``'s next model call. ``preload_memory`` also
+        recalls the user's memories for the current message (or ``memory_query``) into
+        ``memory_preload``. For apps with prompt caching, ``system_instruction``, ``tools``
+        (google-genai ``Tool`` JSON objects) and ``tool_config`` are what the fingerprint covers
+        besides the contents, and ``invocation_id`` is the current invocation (the response's
+        ``cache_decision`` says what to do about the cache). ``skip_compaction`` builds without
+        running the token-threshold compaction first."""
         request = cpb.BuildContextRequest(
             app_name=app_name,
             user_id=user_id,
@@ -321,8 +341,200 @@ class ContextEngineClient:
             request.model.CopyFrom(model)
         if user_content is not None:
             request.user_content.CopyFrom(user_content)
+        request.preload_memory = preload_memory
+        if memory_query is not None:
+            request.memory_query = memory_query
+        if system_instruction is not None:
+            request.system_instruction.CopyFrom(system_instruction)
+        for tool in tools:
+            request.tools.append(dict_to_struct(tool))
+        if tool_config is not None:
+            request.tool_config.CopyFrom(dict_to_struct(tool_config))
+        request.invocation_id = invocation_id
+        request.skip_compaction = skip_compaction
         return await self._call(
             lambda: self._contexts.BuildContext(request, timeout=self.timeout), _RETRYABLE_READ
+        )
+
+    # Memory --------------------------------------------------------------------------------
+
+    async def add_session_to_memory(
+        self, app_name: str, user_id: str, session_id: str
+    ) -> mpb.AddSessionToMemoryResponse:
+        """Makes the session's memories its surviving events with text (idempotent: retried)."""
+        request = mpb.AddSessionToMemoryRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return await self._call(
+            lambda: self._memory.AddSessionToMemory(request, timeout=self.timeout),
+            _RETRYABLE_READ,
+        )
+
+    async def add_events_to_memory(
+        self, app_name: str, user_id: str, session_id: str, sequences: Sequence[int]
+    ) -> mpb.AddEventsToMemoryResponse:
+        """Remembers chosen events of a session, by sequence (idempotent: retried)."""
+        request = mpb.AddEventsToMemoryRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id, sequences=list(sequences)
+        )
+        return await self._call(
+            lambda: self._memory.AddEventsToMemory(request, timeout=self.timeout),
+            _RETRYABLE_READ,
+        )
+
+    async def search_memory(
+        self, app_name: str, user_id: str, query: str, *, limit: int = 0
+    ) -> mpb.SearchMemoryResponse:
+        """The user's memories that share words with ``query``, best first (``limit`` 0: the
+        app's ``MemoryConfig.max_results``)."""
+        request = mpb.SearchMemoryRequest(
+            app_name=app_name, user_id=user_id, query=query, limit=limit
+        )
+        return await self._call(
+            lambda: self._memory.SearchMemory(request, timeout=self.timeout), _RETRYABLE_READ
+        )
+
+    async def delete_memory(self, app_name: str, user_id: str, session_id: str = "") -> int:
+        """Deletes one session's memories (or all of the user's when ``session_id`` is empty);
+        returns how many were deleted."""
+        request = mpb.DeleteMemoryRequest(app_name=app_name, user_id=user_id, session_id=session_id)
+        response = await self._call(
+            lambda: self._memory.DeleteMemory(request, timeout=self.timeout), _RETRYABLE_WRITE
+        )
+        return response.deleted_count
+
+    # Compaction ----------------------------------------------------------------------------
+
+    async def end_invocation(
+        self, app_name: str, user_id: str, session_id: str, invocation_id: str = ""
+    ) -> bool:
+        """Tells the engine an invocation is over; it may compact in the background. True when
+        a compaction was scheduled."""
+        request = kpb.EndInvocationRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id, invocation_id=invocation_id
+        )
+        response = await self._call(
+            lambda: self._compaction.EndInvocation(request, timeout=self.timeout),
+            _RETRYABLE_READ,
+        )
+        return response.scheduled
+
+    async def compact(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        trigger: kpb.CompactionTrigger.ValueType = kpb.COMPACTION_TRIGGER_AFTER_INVOCATION,
+        agent_name: str = "",
+        branch: str | None = None,
+        isolation_scope: str | None = None,
+        deadline_seconds: float | None = None,
+    ) -> kpb.CompactResponse:
+        """Compacts now and waits for the summarizer (``deadline_seconds`` overrides the
+        client's deadline: summarizers can be slow)."""
+        request = kpb.CompactRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            trigger=trigger,
+            agent_name=agent_name,
+        )
+        if branch is not None:
+            request.branch = branch
+        if isolation_scope is not None:
+            request.isolation_scope = isolation_scope
+        deadline = self.timeout if deadline_seconds is None else deadline_seconds
+        return await self._call(
+            lambda: self._compaction.Compact(request, timeout=deadline), _NO_RETRY
+        )
+
+    async def plan_compaction(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        trigger: kpb.CompactionTrigger.ValueType = kpb.COMPACTION_TRIGGER_AFTER_INVOCATION,
+        agent_name: str = "",
+        branch: str | None = None,
+        isolation_scope: str | None = None,
+        ignore_trigger: bool = False,
+    ) -> kpb.PlanCompactionResponse:
+        """The range the engine would compact now, rendered for a summarizer (appends nothing)."""
+        request = kpb.PlanCompactionRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            trigger=trigger,
+            agent_name=agent_name,
+            ignore_trigger=ignore_trigger,
+        )
+        if branch is not None:
+            request.branch = branch
+        if isolation_scope is not None:
+            request.isolation_scope = isolation_scope
+        return await self._call(
+            lambda: self._compaction.PlanCompaction(request, timeout=self.timeout),
+            _RETRYABLE_READ,
+        )
+
+    async def commit_compaction(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        plan: kpb.CompactionPlan,
+        summary: content_pb2.Content | str,
+        *,
+        usage_metadata: event_pb2.UsageMetadata | None = None,
+    ) -> event_pb2.Event:
+        """Appends a summary written by the client's own model for ``plan``'s range."""
+        if isinstance(summary, str):
+            summary = content_pb2.Content(role="model", parts=[content_pb2.Part(text=summary)])
+        request = kpb.CommitCompactionRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            based_on_sequence=plan.based_on_sequence,
+            first_sequence=plan.first_sequence,
+            last_sequence=plan.last_sequence,
+            rolls_up_sequence=plan.rolls_up_sequence,
+            summary=summary,
+        )
+        if plan.HasField("isolation_scope"):
+            request.isolation_scope = plan.isolation_scope
+        if usage_metadata is not None:
+            request.usage_metadata.CopyFrom(usage_metadata)
+        response = await self._call(
+            lambda: self._compaction.CommitCompaction(request, timeout=self.timeout), _NO_RETRY
+        )
+        return response.summary
+
+    async def expand_summary(
+        self, app_name: str, user_id: str, session_id: str, summary_sequence: int
+    ) -> kpb.ExpandSummaryResponse:
+        """The raw events and earlier summaries a summary replaced."""
+        request = kpb.ExpandSummaryRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            summary_sequence=summary_sequence,
+        )
+        return await self._call(
+            lambda: self._compaction.ExpandSummary(request, timeout=self.timeout),
+            _RETRYABLE_READ,
+        )
+
+    async def compaction_status(
+        self, app_name: str, user_id: str, session_id: str
+    ) -> kpb.GetCompactionStatusResponse:
+        request = kpb.GetCompactionStatusRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return await self._call(
+            lambda: self._compaction.GetCompactionStatus(request, timeout=self.timeout),
+            _RETRYABLE_READ,
         )
 
     # App configuration ---------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -13,15 +14,28 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from contextengine.cache.compaction_policy import CacheAwarePolicy
+from contextengine.compaction.compactor import Compactor, SummarizerFactory
+from contextengine.memory import FtsMode, open_memory_index
+from contextengine.memory.service import MemoryService
 from contextengine.service._app_configs import AppConfigs
 from contextengine.service._event_cache import SessionEventCache
 from contextengine.service._handlers import generic_handler
+from contextengine.service._prompt_cache import PromptCache
+from contextengine.service.compaction_service import CompactionServicer
 from contextengine.service.context_service import ContextServicer
+from contextengine.service.memory_service import MemoryServicer
 from contextengine.service.session_service import SessionServicer
 from contextengine.service.subscription_service import StreamSettings, SubscriptionServicer
 from contextengine.store import EventStore
 from contextengine.subscriptions.broadcaster import Broadcaster
-from contextengine.v1 import context_service_pb2, session_service_pb2, subscription_service_pb2
+from contextengine.v1 import (
+    compaction_service_pb2,
+    context_service_pb2,
+    memory_service_pb2,
+    session_service_pb2,
+    subscription_service_pb2,
+)
 
 _LOG = logging.getLogger("contextengine.server")
 
@@ -33,7 +47,15 @@ MEMORY_DB = ":memory:"
 SESSION_SERVICE = session_service_pb2.DESCRIPTOR.services_by_name["SessionService"]
 CONTEXT_SERVICE = context_service_pb2.DESCRIPTOR.services_by_name["ContextService"]
 SUBSCRIPTION_SERVICE = subscription_service_pb2.DESCRIPTOR.services_by_name["SubscriptionService"]
-SERVICES = (SESSION_SERVICE, CONTEXT_SERVICE, SUBSCRIPTION_SERVICE)
+COMPACTION_SERVICE = compaction_service_pb2.DESCRIPTOR.services_by_name["CompactionService"]
+MEMORY_SERVICE = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"]
+SERVICES = (
+    SESSION_SERVICE,
+    CONTEXT_SERVICE,
+    SUBSCRIPTION_SERVICE,
+    COMPACTION_SERVICE,
+    MEMORY_SERVICE,
+)
 
 #: how long open subscription streams get, on shutdown, to end with UNAVAILABLE
 _STREAMS_END_SECONDS = 2.0
@@ -57,6 +79,37 @@ class ServerSettings:
     subscriber_buffer: int = 1024
     #: seconds between heartbeats of idle subscription streams, unless the request says otherwise
     heartbeat_seconds: float = 15.0
+    #: Gemini endpoint for Gemini summarizers (None: google-genai's default, or the
+    #: GOOGLE_GEMINI_BASE_URL environment variable); the key comes from GEMINI_API_KEY or
+    #: GOOGLE_API_KEY
+    gemini_base_url: str | None = None
+    #: first backoff (seconds) after a failed summary; doubles per consecutive failure
+    compaction_backoff_seconds: float = 2.0
+    #: memory search with a SQLite store: "auto" uses FTS5 when SQLite has it, "on" requires
+    #: it, "off" searches without it (instr matching, ranked by matched terms)
+    memory_fts: FtsMode = "auto"
+    #: time limit (seconds) of one managed Gemini cache call (create or delete); the Gemini
+    #: endpoint and key are the summarizer's (``gemini_base_url``, GEMINI_API_KEY / GOOGLE_API_KEY)
+    gemini_cache_timeout_seconds: float = 10.0
+
+
+def _default_summarizers(settings: ServerSettings) -> SummarizerFactory:
+    from contextengine.compaction.factory import summarizer_from_config
+    from contextengine.compaction.gemini import GeminiSettings
+
+    env = GeminiSettings.from_env()
+    gemini = GeminiSettings(env.api_key, settings.gemini_base_url or env.base_url)
+    return lambda config: summarizer_from_config(config, gemini)
+
+
+def _prompt_cache(settings: ServerSettings, configs: AppConfigs) -> PromptCache:
+    from contextengine.cache.gemini_caches import GeminiCaches, ManagedCaches
+    from contextengine.compaction.gemini import GeminiSettings
+
+    env = GeminiSettings.from_env()
+    gemini = GeminiSettings(env.api_key, settings.gemini_base_url or env.base_url)
+    caches = GeminiCaches(gemini, timeout_seconds=settings.gemini_cache_timeout_seconds)
+    return PromptCache(configs, managed=ManagedCaches(caches, clock=time.time))
 
 
 def open_store(db: str, durability: Literal["normal", "full"] = "normal") -> EventStore:
@@ -73,8 +126,21 @@ def open_store(db: str, durability: Literal["normal", "full"] = "normal") -> Eve
 class ContextEngineServer:
     """One running sidecar. ``start`` binds and serves; ``stop`` drains and closes the store."""
 
-    def __init__(self, settings: ServerSettings, store: EventStore | None = None) -> None:
+    def __init__(
+        self,
+        settings: ServerSettings,
+        store: EventStore | None = None,
+        *,
+        summarizers: SummarizerFactory | None = None,
+    ) -> None:
+        """``summarizers`` replaces how summarizers are made from app configurations (tests)."""
         self.settings = settings
+        self._summarizers = summarizers
+        self.compactor: Compactor | None = None
+        #: long-term memory (set by ``start``)
+        self.memory: MemoryService | None = None
+        #: prompt-cache fields of BuildContext and managed Gemini caches (set by ``start``)
+        self.prompt_cache: PromptCache | None = None
         self.store = store if store is not None else open_store(settings.db, settings.durability)
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
@@ -121,10 +187,31 @@ class ContextEngineServer:
             buffer=self.settings.subscriber_buffer,
             heartbeat_seconds=self.settings.heartbeat_seconds,
         )
+        self.prompt_cache = _prompt_cache(self.settings, configs)
+        self.compactor = Compactor(
+            self.store,
+            events,
+            configs,
+            self._summarizers or _default_summarizers(self.settings),
+            backoff_seconds=self.settings.compaction_backoff_seconds,
+            policy=CacheAwarePolicy(configs, self.prompt_cache),
+        )
+        self.memory = MemoryService(
+            open_memory_index(self.store, self.settings.memory_fts), events, configs
+        )
+        await self.memory.open()
         servicers = {
             SESSION_SERVICE: SessionServicer(self.store, configs),
-            CONTEXT_SERVICE: ContextServicer(configs, events),
+            CONTEXT_SERVICE: ContextServicer(
+                configs,
+                events,
+                compactor=self.compactor,
+                memory=self.memory,
+                prompt_cache=self.prompt_cache,
+            ),
+            COMPACTION_SERVICE: CompactionServicer(self.compactor, events, memory=self.memory),
             SUBSCRIPTION_SERVICE: SubscriptionServicer(self.store, self.broadcaster, streams),
+            MEMORY_SERVICE: MemoryServicer(self.memory),
         }
         server.add_generic_rpc_handlers(
             tuple(generic_handler(svc, impl, limit) for svc, impl in servicers.items())
@@ -163,6 +250,12 @@ class ContextEngineServer:
         await self.broadcaster.shutdown(min(seconds, _STREAMS_END_SECONDS))
         if self._server is not None:
             await self._server.stop(self.settings.grace_seconds if grace is None else grace)
+        if self.compactor is not None:
+            await self.compactor.close()
+        if self.memory is not None:
+            await self.memory.close()
+        if self.prompt_cache is not None:
+            await self.prompt_cache.aclose()
         await self.store.close()
         _LOG.info("stopped")
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
+from contextengine.compaction.compactor import SummarizerFactory
 from contextengine.server import MEMORY_DB, ContextEngineServer, ServerSettings
 
 
@@ -20,11 +21,17 @@ async def start_local_server(
     *,
     listen: str = "127.0.0.1:0",
     settings: ServerSettings | None = None,
+    summarizers: SummarizerFactory | None = None,
 ) -> AsyncIterator[ContextEngineServer]:
-    """A started server on a free loopback port (or ``listen``), stopped on exit."""
+    """A started server on a free loopback port (or ``listen``), stopped on exit.
+    ``summarizers`` replaces the summarizers built from app configurations."""
     base = settings if settings is not None else ServerSettings()
-    server = ContextEngineServer(replace(base, db=db, listen=listen))
-    await server.start()
+    server = ContextEngineServer(replace(base, db=db, listen=listen), summarizers=summarizers)
+    try:
+        await server.start()
+    except BaseException:
+        await server.stop(grace=0.0)
+        raise
     try:
         yield server
     finally:

@@ -132,6 +132,17 @@ def check_cache_config(cfg: config_pb2.ContextCacheConfig, field: str) -> None:
             f"{field}.min_tokens",
             "min_tokens must be greater than or equal to 0",
         )
+    aware = cfg.cache_aware_compaction
+    if (
+        cfg.HasField("cache_aware_compaction")
+        and aware.HasField("hard_token_limit")
+        and aware.hard_token_limit <= 0
+    ):
+        raise invalid(
+            "INVALID_CACHE_CONFIG",
+            f"{field}.cache_aware_compaction.hard_token_limit",
+            "hard_token_limit must be greater than 0",
+        )
 
 
 def check_app_config(cfg: config_pb2.AppConfig) -> None:

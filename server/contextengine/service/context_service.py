@@ -6,6 +6,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from contextengine.compaction.compactor import Compactor, View as CompactionView
 from contextengine.core.context import (
     DEFAULT_OTHER_AGENT_PREAMBLE,
     ContextOptions,
@@ -21,8 +22,11 @@ from contextengine.core.validate import (
     check_session_address,
 )
 from contextengine.errors import invalid
+from contextengine.memory.service import MemoryService
 from contextengine.service._app_configs import AppConfigs
 from contextengine.service._event_cache import SessionEventCache
+from contextengine.service._prompt_cache import PromptCache
+from contextengine.service.memory_service import preload_proto
 from contextengine.store import SessionKey
 from contextengine.v1 import content_pb2, context_service_pb2 as pb, event_pb2
 
@@ -61,8 +65,16 @@ class ContextServicer:
         events: SessionEventCache,
         counter: TokenCounter | None = None,
         max_views: int = 512,
+        compactor: Compactor | None = None,
+        memory: MemoryService | None = None,
+        prompt_cache: PromptCache | None = None,
     ) -> None:
+        """``memory`` serves ``preload_memory`` (without it the request field is ignored);
+        ``prompt_cache`` adds the prompt-cache fields for apps with a context_cache_config."""
+        self._prompt_cache = prompt_cache if prompt_cache is not None else PromptCache(configs)
         self._configs = configs
+        self._memory = memory
+        self._compactor = compactor
         self._events = events
         self._counter = counter if counter is not None else default_counter()
         self._views: OrderedDict[tuple[SessionKey, ContextOptions, bytes], tuple[int, View]] = (
@@ -118,12 +130,30 @@ class ContextServicer:
         check_session_address(request.app_name, request.user_id, request.session_id)
         key = SessionKey(request.app_name, request.user_id, request.session_id)
         options = await self._options(request)
+        caching = await self._prompt_cache.prepare(request, options)
+        compaction_sequence = 0
+        if self._compactor is not None and not request.skip_compaction:
+            summary = await self._compactor.before_context(
+                key,
+                CompactionView(options.agent_name, options.branch, options.isolation_scope),
+            )
+            if summary is not None:
+                compaction_sequence = summary.sequence
         log = await self._events.log(key)
         view = self.view(key, options, log.events, log.generation, log.items)
         tail = pb.BuildContextResponse(
             last_sequence=log.last_sequence,
             token_estimate=pb.TokenEstimate(tokens=view.total_tokens, counter=self._counter.name),
+            compaction_sequence=compaction_sequence,
         )
+        if request.preload_memory and self._memory is not None:
+            tail.memory_preload.CopyFrom(
+                await preload_proto(self._memory, key, request, log.events)
+            )
+        if caching is not None:
+            await self._prompt_cache.fill(
+                caching, tail, key, request, options, view, log.events, log.generation
+            )
         # Fields may come in any order: the cached encoded contents, then the rest (one copy).
         return b"".join((view.body, tail.SerializeToString()))
 

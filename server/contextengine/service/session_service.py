@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from contextengine.compaction.factory import check_summarizer_config
 from contextengine.core import page_tokens
 from contextengine.core.events import normalize_for_append
 from contextengine.core.rewind_state import (
@@ -24,6 +25,7 @@ from contextengine.core.validate import (
     check_session_address,
 )
 from contextengine.errors import ContextEngineError, invalid, session_not_found
+from contextengine.memory.preload import check_memory_config
 from contextengine.service._app_configs import AppConfigs
 from contextengine.store import EventFilter, EventStore, SessionKey, StoredSession
 from contextengine.v1 import config_pb2, event_pb2, session_pb2, session_service_pb2 as pb
@@ -265,6 +267,10 @@ class SessionServicer:
         if not request.HasField("config"):
             raise invalid("MISSING_FIELD", "config", "config is required")
         check_app_config(request.config)
+        if request.config.HasField("summarizer"):
+            check_summarizer_config(request.config.summarizer, "config.summarizer")
+        if request.config.HasField("memory"):
+            check_memory_config(request.config.memory, "config.memory")
         config = config_pb2.AppConfig()
         config.CopyFrom(request.config)
         config.update_time = self._clock()

@@ -98,6 +98,21 @@ class SqliteStore:
             if reader is not None:
                 await reader.close()
 
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return os.fspath(self._path)
+
+    @property
+    def durability(self) -> Durability:
+        return self._durability
+
+    async def write(self, op: Callable[[WriteTx], T]) -> T:
+        """Runs ``op`` (a synchronous function of the writer's transaction) in the single writer,
+        like the store's own writes, and returns its result once committed. For modules that keep
+        their own tables in this file (long-term memory); ``op`` records no changes."""
+        return await self._write(op)
+
     async def diagnostics(self) -> SqliteDiagnostics:
         """The schema version and the pragmas in effect on both connections."""
         writer = self._open_writer()

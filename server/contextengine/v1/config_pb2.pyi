@@ -5,16 +5,45 @@ Per-app configuration that clients set through the API and the engine persists."
 
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
 
-if sys.version_info >= (3, 10):
-    from typing import TypeAlias as _TypeAlias
+if sys.version_info >= (3, 11):
+    from typing import TypeAlias as _TypeAlias, Never as _Never
 else:
-    from typing_extensions import TypeAlias as _TypeAlias
+    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _PreloadTimeFormat:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PreloadTimeFormatEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PreloadTimeFormat.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PRELOAD_TIME_FORMAT_UNSPECIFIED: _PreloadTimeFormat.ValueType  # 0
+    """Same as PRELOAD_TIME_FORMAT_UTC."""
+    PRELOAD_TIME_FORMAT_UTC: _PreloadTimeFormat.ValueType  # 1
+    """ISO 8601 in UTC with its offset, for example "2025-05-01T09:30:00+00:00"."""
+    PRELOAD_TIME_FORMAT_LOCAL: _PreloadTimeFormat.ValueType  # 2
+    """ISO 8601 in the sidecar's local time zone without an offset, as google-adk writes it
+    (`datetime.fromtimestamp(ts).isoformat()`).
+    """
+
+class PreloadTimeFormat(_PreloadTimeFormat, metaclass=_PreloadTimeFormatEnumTypeWrapper):
+    """How timestamps are written in a memory preload's text."""
+
+PRELOAD_TIME_FORMAT_UNSPECIFIED: PreloadTimeFormat.ValueType  # 0
+"""Same as PRELOAD_TIME_FORMAT_UTC."""
+PRELOAD_TIME_FORMAT_UTC: PreloadTimeFormat.ValueType  # 1
+"""ISO 8601 in UTC with its offset, for example "2025-05-01T09:30:00+00:00"."""
+PRELOAD_TIME_FORMAT_LOCAL: PreloadTimeFormat.ValueType  # 2
+"""ISO 8601 in the sidecar's local time zone without an offset, as google-adk writes it
+(`datetime.fromtimestamp(ts).isoformat()`).
+"""
+Global___PreloadTimeFormat: _TypeAlias = PreloadTimeFormat  # noqa: Y015
 
 @_typing.final
 class AppConfig(_message.Message):
@@ -27,6 +56,8 @@ class AppConfig(_message.Message):
     CONTEXT_CACHE_CONFIG_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     OTHER_AGENT_PREAMBLE_FIELD_NUMBER: _builtins.int
+    SUMMARIZER_FIELD_NUMBER: _builtins.int
+    MEMORY_FIELD_NUMBER: _builtins.int
     app_name: _builtins.str
     """The app this configuration belongs to."""
     update_time: _builtins.float
@@ -43,6 +74,18 @@ class AppConfig(_message.Message):
     def context_cache_config(self) -> Global___ContextCacheConfig:
         """Prompt-cache decisions. Unset: caching off (no cache metadata is computed)."""
 
+    @_builtins.property
+    def summarizer(self) -> Global___SummarizerConfig:
+        """Who writes the summaries when the engine compacts. Unset: the offline extractive summarizer
+        (no model needed, so compaction works out of the box).
+        """
+
+    @_builtins.property
+    def memory(self) -> Global___MemoryConfig:
+        """Long-term memory: background ingestion, result limit, preload text. Unset: the defaults of
+        MemoryConfig (no background ingestion, 10 results, the engine's preload text).
+        """
+
     def __init__(
         self,
         *,
@@ -51,16 +94,199 @@ class AppConfig(_message.Message):
         context_cache_config: Global___ContextCacheConfig | None = ...,
         update_time: _builtins.float = ...,
         other_agent_preamble: _builtins.str | None = ...,
+        summarizer: Global___SummarizerConfig | None = ...,
+        memory: Global___MemoryConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "other_agent_preamble", b"other_agent_preamble"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "summarizer", b"summarizer"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "app_name", b"app_name", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "other_agent_preamble", b"other_agent_preamble", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "app_name", b"app_name", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "summarizer", b"summarizer", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__other_agent_preamble: _TypeAlias = _typing.Literal["other_agent_preamble"]  # noqa: Y015
     _WhichOneofArgType__other_agent_preamble: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__other_agent_preamble) -> _WhichOneofReturnType__other_agent_preamble | None: ...
 
 Global___AppConfig: _TypeAlias = AppConfig  # noqa: Y015
+
+@_typing.final
+class MemoryConfig(_message.Message):
+    """Long-term memory settings of an app (see memory_service.proto)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INGEST_ON_END_INVOCATION_FIELD_NUMBER: _builtins.int
+    MAX_RESULTS_FIELD_NUMBER: _builtins.int
+    PRELOAD_TEMPLATE_FIELD_NUMBER: _builtins.int
+    PRELOAD_TIME_FORMAT_FIELD_NUMBER: _builtins.int
+    ingest_on_end_invocation: _builtins.bool
+    """Add the session to memory in the background whenever an invocation of it ends
+    (CompactionService.EndInvocation), as if AddSessionToMemory were called. Off by default:
+    google-adk never adds to memory by itself.
+    """
+    max_results: _builtins.int
+    """Most memories a search returns when the request sets no limit, and a preload recalls.
+    1..1000; unset = 10 (google-adk's in-memory service returns 10).
+    """
+    preload_template: _builtins.str
+    """The text of a memory preload around the recalled lines: a Python `str.format` template with
+    exactly one `{memories}` placeholder (other braces doubled), at most 10,000 characters.
+    Unset: the engine's own text. (Set google-adk's text to get its preload byte for byte.)
+    """
+    preload_time_format: Global___PreloadTimeFormat.ValueType
+    """How timestamps are written in the preload lines."""
+    def __init__(
+        self,
+        *,
+        ingest_on_end_invocation: _builtins.bool = ...,
+        max_results: _builtins.int | None = ...,
+        preload_template: _builtins.str | None = ...,
+        preload_time_format: Global___PreloadTimeFormat.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_results", b"_max_results", "_preload_template", b"_preload_template", "max_results", b"max_results", "preload_template", b"preload_template"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_results", b"_max_results", "_preload_template", b"_preload_template", "ingest_on_end_invocation", b"ingest_on_end_invocation", "max_results", b"max_results", "preload_template", b"preload_template", "preload_time_format", b"preload_time_format"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__max_results: _TypeAlias = _typing.Literal["max_results"]  # noqa: Y015
+    _WhichOneofArgType__max_results: _TypeAlias = _typing.Literal["_max_results", b"_max_results"]  # noqa: Y015
+    _WhichOneofReturnType__preload_template: _TypeAlias = _typing.Literal["preload_template"]  # noqa: Y015
+    _WhichOneofArgType__preload_template: _TypeAlias = _typing.Literal["_preload_template", b"_preload_template"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_results) -> _WhichOneofReturnType__max_results | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__preload_template) -> _WhichOneofReturnType__preload_template | None: ...
+
+Global___MemoryConfig: _TypeAlias = MemoryConfig  # noqa: Y015
+
+@_typing.final
+class SummarizerConfig(_message.Message):
+    """The summarizer the engine calls when it compacts a range on its own (after an invocation, on
+    Compact, or before a context is built once the token threshold is reached). Whatever the kind,
+    clients may also summarise with their own model through PlanCompaction / CommitCompaction.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EXTRACTIVE_FIELD_NUMBER: _builtins.int
+    GEMINI_FIELD_NUMBER: _builtins.int
+    CLIENT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def extractive(self) -> Global___ExtractiveSummarizerConfig:
+        """Offline, model-free: keeps the most informative sentences of the range."""
+
+    @_builtins.property
+    def gemini(self) -> Global___GeminiSummarizerConfig:
+        """Gemini through google-genai (the API key and endpoint are the server's settings)."""
+
+    @_builtins.property
+    def client(self) -> Global___ClientSummarizerConfig:
+        """The engine never summarises by itself: compaction happens only through CommitCompaction."""
+
+    def __init__(
+        self,
+        *,
+        extractive: Global___ExtractiveSummarizerConfig | None = ...,
+        gemini: Global___GeminiSummarizerConfig | None = ...,
+        client: Global___ClientSummarizerConfig | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["client", b"client", "extractive", b"extractive", "gemini", b"gemini", "kind", b"kind"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client", b"client", "extractive", b"extractive", "gemini", b"gemini", "kind", b"kind"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["extractive", "gemini", "client"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___SummarizerConfig: _TypeAlias = SummarizerConfig  # noqa: Y015
+
+@_typing.final
+class ExtractiveSummarizerConfig(_message.Message):
+    """The offline extractive summarizer."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MAX_CHARS_FIELD_NUMBER: _builtins.int
+    max_chars: _builtins.int
+    """Upper bound of the summary text in characters. > 0; unset = 2000."""
+    def __init__(
+        self,
+        *,
+        max_chars: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_chars", b"_max_chars", "max_chars", b"max_chars"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_chars", b"_max_chars", "max_chars", b"max_chars"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__max_chars: _TypeAlias = _typing.Literal["max_chars"]  # noqa: Y015
+    _WhichOneofArgType__max_chars: _TypeAlias = _typing.Literal["_max_chars", b"_max_chars"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_chars) -> _WhichOneofReturnType__max_chars | None: ...
+
+Global___ExtractiveSummarizerConfig: _TypeAlias = ExtractiveSummarizerConfig  # noqa: Y015
+
+@_typing.final
+class GeminiSummarizerConfig(_message.Message):
+    """A Gemini model through google-genai. The rendering of events into the prompt is ADK's
+    (`LlmEventSummarizer`): one line per text, thought, tool call and tool response, tool payloads
+    truncated to 2000 characters.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODEL_FIELD_NUMBER: _builtins.int
+    PROMPT_TEMPLATE_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    MAX_ATTEMPTS_FIELD_NUMBER: _builtins.int
+    model: _builtins.str
+    """Model name, for example "gemini-2.5-flash". Required."""
+    prompt_template: _builtins.str
+    """Python `str.format` template with exactly one `{conversation_history}` placeholder (other
+    braces doubled). Unset: the engine's default prompt.
+    """
+    timeout_seconds: _builtins.float
+    """Time limit of one model call, in seconds. > 0; unset = 60."""
+    max_attempts: _builtins.int
+    """Attempts per summary (the first call and its retries). 1..10; unset = 3."""
+    def __init__(
+        self,
+        *,
+        model: _builtins.str = ...,
+        prompt_template: _builtins.str | None = ...,
+        timeout_seconds: _builtins.float | None = ...,
+        max_attempts: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_attempts", b"_max_attempts", "_prompt_template", b"_prompt_template", "_timeout_seconds", b"_timeout_seconds", "max_attempts", b"max_attempts", "prompt_template", b"prompt_template", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_attempts", b"_max_attempts", "_prompt_template", b"_prompt_template", "_timeout_seconds", b"_timeout_seconds", "max_attempts", b"max_attempts", "model", b"model", "prompt_template", b"prompt_template", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__max_attempts: _TypeAlias = _typing.Literal["max_attempts"]  # noqa: Y015
+    _WhichOneofArgType__max_attempts: _TypeAlias = _typing.Literal["_max_attempts", b"_max_attempts"]  # noqa: Y015
+    _WhichOneofReturnType__prompt_template: _TypeAlias = _typing.Literal["prompt_template"]  # noqa: Y015
+    _WhichOneofArgType__prompt_template: _TypeAlias = _typing.Literal["_prompt_template", b"_prompt_template"]  # noqa: Y015
+    _WhichOneofReturnType__timeout_seconds: _TypeAlias = _typing.Literal["timeout_seconds"]  # noqa: Y015
+    _WhichOneofArgType__timeout_seconds: _TypeAlias = _typing.Literal["_timeout_seconds", b"_timeout_seconds"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_attempts) -> _WhichOneofReturnType__max_attempts | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__prompt_template) -> _WhichOneofReturnType__prompt_template | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__timeout_seconds) -> _WhichOneofReturnType__timeout_seconds | None: ...
+
+Global___GeminiSummarizerConfig: _TypeAlias = GeminiSummarizerConfig  # noqa: Y015
+
+@_typing.final
+class ClientSummarizerConfig(_message.Message):
+    """Summaries come from the client only."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClientSummarizerConfig: _TypeAlias = ClientSummarizerConfig  # noqa: Y015
 
 @_typing.final
 class EventsCompactionConfig(_message.Message):
@@ -126,22 +352,40 @@ class ContextCacheConfig(_message.Message):
     CACHE_INTERVALS_FIELD_NUMBER: _builtins.int
     TTL_SECONDS_FIELD_NUMBER: _builtins.int
     MIN_TOKENS_FIELD_NUMBER: _builtins.int
+    MANAGED_GEMINI_CACHES_FIELD_NUMBER: _builtins.int
+    CACHE_AWARE_COMPACTION_FIELD_NUMBER: _builtins.int
     cache_intervals: _builtins.int
     """Maximum number of invocations a cache is reused before it is refreshed. 1..100; unset = 10."""
     ttl_seconds: _builtins.int
     """Cache time to live in seconds. > 0; unset = 1800."""
     min_tokens: _builtins.int
     """Minimum previous prompt size (tokens) for creating a cache. >= 0; unset = 0."""
+    managed_gemini_caches: _builtins.bool
+    """Engine extension (off by default): the engine itself creates, reuses and deletes Gemini
+    `cachedContents` through google-genai (with the server's Gemini API key and endpoint) for
+    Gemini models, and BuildContext returns the cache name and the index from which contents
+    must still be sent. A failed creation never fails BuildContext: the decision degrades to
+    fingerprint only and says why. Off: the agent creates and deletes caches as the decision
+    says (google-adk's division of labour).
+    """
+    @_builtins.property
+    def cache_aware_compaction(self) -> Global___CacheAwareCompaction:
+        """Engine extension (off when unset): compaction that keeps prompt caches warm. See
+        CacheAwareCompaction and docs/design/prompt-cache.md.
+        """
+
     def __init__(
         self,
         *,
         cache_intervals: _builtins.int | None = ...,
         ttl_seconds: _builtins.int | None = ...,
         min_tokens: _builtins.int | None = ...,
+        managed_gemini_caches: _builtins.bool = ...,
+        cache_aware_compaction: Global___CacheAwareCompaction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_cache_intervals", b"_cache_intervals", "_min_tokens", b"_min_tokens", "_ttl_seconds", b"_ttl_seconds", "cache_intervals", b"cache_intervals", "min_tokens", b"min_tokens", "ttl_seconds", b"ttl_seconds"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cache_intervals", b"_cache_intervals", "_min_tokens", b"_min_tokens", "_ttl_seconds", b"_ttl_seconds", "cache_aware_compaction", b"cache_aware_compaction", "cache_intervals", b"cache_intervals", "min_tokens", b"min_tokens", "ttl_seconds", b"ttl_seconds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cache_intervals", b"_cache_intervals", "_min_tokens", b"_min_tokens", "_ttl_seconds", b"_ttl_seconds", "cache_intervals", b"cache_intervals", "min_tokens", b"min_tokens", "ttl_seconds", b"ttl_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cache_intervals", b"_cache_intervals", "_min_tokens", b"_min_tokens", "_ttl_seconds", b"_ttl_seconds", "cache_aware_compaction", b"cache_aware_compaction", "cache_intervals", b"cache_intervals", "managed_gemini_caches", b"managed_gemini_caches", "min_tokens", b"min_tokens", "ttl_seconds", b"ttl_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__cache_intervals: _TypeAlias = _typing.Literal["cache_intervals"]  # noqa: Y015
     _WhichOneofArgType__cache_intervals: _TypeAlias = _typing.Literal["_cache_intervals", b"_cache_intervals"]  # noqa: Y015
@@ -157,3 +401,39 @@ class ContextCacheConfig(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__ttl_seconds) -> _WhichOneofReturnType__ttl_seconds | None: ...
 
 Global___ContextCacheConfig: _TypeAlias = ContextCacheConfig  # noqa: Y015
+
+@_typing.final
+class CacheAwareCompaction(_message.Message):
+    """Cache-aware compaction (beyond google-adk, which compacts whatever the cache state): while an
+    agent's cache is warm (its latest cache metadata is active, unexpired by the server's clock,
+    has invocations left, and the cached prefix still matches what the engine last built) and the
+    context is below `hard_token_limit`, the compaction triggers of the app's
+    EventsCompactionConfig are deferred. When compaction does run, it summarises only the events
+    after the prefix the agent's last cache metadata covers, so that prefix stays byte-identical
+    and ADK's decision table can keep or re-create the cache in the same request; it falls back to
+    google-adk's range when that would not shrink the context enough.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HARD_TOKEN_LIMIT_FIELD_NUMBER: _builtins.int
+    hard_token_limit: _builtins.int
+    """Prompt size (tokens) at which compaction runs even though a cache is warm: the latest
+    recorded prompt token count plus an estimate (characters / 4) of what was added since.
+    > 0; unset = the app's token_threshold (then only the sliding window is ever deferred), or
+    no limit when the app has no token threshold.
+    """
+    def __init__(
+        self,
+        *,
+        hard_token_limit: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_hard_token_limit", b"_hard_token_limit", "hard_token_limit", b"hard_token_limit"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_hard_token_limit", b"_hard_token_limit", "hard_token_limit", b"hard_token_limit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__hard_token_limit: _TypeAlias = _typing.Literal["hard_token_limit"]  # noqa: Y015
+    _WhichOneofArgType__hard_token_limit: _TypeAlias = _typing.Literal["_hard_token_limit", b"_hard_token_limit"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__hard_token_limit) -> _WhichOneofReturnType__hard_token_limit | None: ...
+
+Global___CacheAwareCompaction: _TypeAlias = CacheAwareCompaction  # noqa: Y015

@@ -23,9 +23,12 @@ _sym_db = _symbol_database.Default()
 
 
 from contextengine.v1 import content_pb2 as contextengine_dot_v1_dot_content__pb2
+from contextengine.v1 import event_pb2 as contextengine_dot_v1_dot_event__pb2
+from contextengine.v1 import memory_pb2 as contextengine_dot_v1_dot_memory__pb2
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&contextengine/v1/context_service.proto\x12\x10\x63ontextengine.v1\x1a\x1e\x63ontextengine/v1/content.proto\"o\n\rModelIdentity\x12\x31\n\x08provider\x18\x01 \x01(\x0e\x32\x1f.contextengine.v1.ModelProvider\x12\r\n\x05model\x18\x02 \x01(\t\x12\x1c\n\x14use_interactions_api\x18\x03 \x01(\x08\"\xfc\x02\n\x13\x42uildContextRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x12\n\nagent_name\x18\x04 \x01(\t\x12\x13\n\x06\x62ranch\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x1c\n\x0fisolation_scope\x18\x06 \x01(\tH\x01\x88\x01\x01\x12;\n\x10include_contents\x18\x07 \x01(\x0e\x32!.contextengine.v1.IncludeContents\x12.\n\x05model\x18\x08 \x01(\x0b\x32\x1f.contextengine.v1.ModelIdentity\x12*\n\"include_thoughts_from_other_agents\x18\t \x01(\x08\x12/\n\x0cuser_content\x18\n \x01(\x0b\x32\x19.contextengine.v1.ContentB\t\n\x07_branchB\x12\n\x10_isolation_scope\"0\n\rTokenEstimate\x12\x0e\n\x06tokens\x18\x01 \x01(\x03\x12\x0f\n\x07\x63ounter\x18\x02 \x01(\t\"\x93\x01\n\x14\x42uildContextResponse\x12+\n\x08\x63ontents\x18\x01 \x03(\x0b\x32\x19.contextengine.v1.Content\x12\x15\n\rlast_sequence\x18\x02 \x01(\x03\x12\x37\n\x0etoken_estimate\x18\x03 \x01(\x0b\x32\x1f.contextengine.v1.TokenEstimate*l\n\x0fIncludeContents\x12 \n\x1cINCLUDE_CONTENTS_UNSPECIFIED\x10\x00\x12\x1c\n\x18INCLUDE_CONTENTS_DEFAULT\x10\x01\x12\x19\n\x15INCLUDE_CONTENTS_NONE\x10\x02*\xc3\x01\n\rModelProvider\x12\x1e\n\x1aMODEL_PROVIDER_UNSPECIFIED\x10\x00\x12\x19\n\x15MODEL_PROVIDER_GEMINI\x10\x01\x12\x1c\n\x18MODEL_PROVIDER_ANTHROPIC\x10\x02\x12\x1a\n\x16MODEL_PROVIDER_LITELLM\x10\x03\x12#\n\x1fMODEL_PROVIDER_OPENAI_RESPONSES\x10\x04\x12\x18\n\x14MODEL_PROVIDER_OTHER\x10\x05\x32o\n\x0e\x43ontextService\x12]\n\x0c\x42uildContext\x12%.contextengine.v1.BuildContextRequest\x1a&.contextengine.v1.BuildContextResponseB-\n\x14\x64\x65v.contextengine.v1B\x13\x43ontextServiceProtoP\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&contextengine/v1/context_service.proto\x12\x10\x63ontextengine.v1\x1a\x1e\x63ontextengine/v1/content.proto\x1a\x1c\x63ontextengine/v1/event.proto\x1a\x1d\x63ontextengine/v1/memory.proto\x1a\x1cgoogle/protobuf/struct.proto\"o\n\rModelIdentity\x12\x31\n\x08provider\x18\x01 \x01(\x0e\x32\x1f.contextengine.v1.ModelProvider\x12\r\n\x05model\x18\x02 \x01(\t\x12\x1c\n\x14use_interactions_api\x18\x03 \x01(\x08\"\xfd\x04\n\x13\x42uildContextRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x12\n\nagent_name\x18\x04 \x01(\t\x12\x13\n\x06\x62ranch\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x1c\n\x0fisolation_scope\x18\x06 \x01(\tH\x01\x88\x01\x01\x12;\n\x10include_contents\x18\x07 \x01(\x0e\x32!.contextengine.v1.IncludeContents\x12.\n\x05model\x18\x08 \x01(\x0b\x32\x1f.contextengine.v1.ModelIdentity\x12*\n\"include_thoughts_from_other_agents\x18\t \x01(\x08\x12/\n\x0cuser_content\x18\n \x01(\x0b\x32\x19.contextengine.v1.Content\x12\x17\n\x0fskip_compaction\x18\x0b \x01(\x08\x12\x16\n\x0epreload_memory\x18\x0c \x01(\x08\x12\x19\n\x0cmemory_query\x18\r \x01(\tH\x02\x88\x01\x01\x12\x35\n\x12system_instruction\x18\x14 \x01(\x0b\x32\x19.contextengine.v1.Content\x12&\n\x05tools\x18\x15 \x03(\x0b\x32\x17.google.protobuf.Struct\x12,\n\x0btool_config\x18\x16 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x15\n\rinvocation_id\x18\x17 \x01(\tB\t\n\x07_branchB\x12\n\x10_isolation_scopeB\x0f\n\r_memory_query\"0\n\rTokenEstimate\x12\x0e\n\x06tokens\x18\x01 \x01(\x03\x12\x0f\n\x07\x63ounter\x18\x02 \x01(\t\"\xd9\x02\n\x14\x42uildContextResponse\x12+\n\x08\x63ontents\x18\x01 \x03(\x0b\x32\x19.contextengine.v1.Content\x12\x15\n\rlast_sequence\x18\x02 \x01(\x03\x12\x37\n\x0etoken_estimate\x18\x03 \x01(\x0b\x32\x1f.contextengine.v1.TokenEstimate\x12\x1b\n\x13\x63ompaction_sequence\x18\x04 \x01(\x03\x12\x37\n\x0ememory_preload\x18\x05 \x01(\x0b\x32\x1f.contextengine.v1.MemoryPreload\x12 \n\x18\x63\x61\x63heable_contents_count\x18\x14 \x01(\x05\x12\x13\n\x0b\x66ingerprint\x18\x15 \x01(\t\x12\x37\n\x0e\x63\x61\x63he_decision\x18\x16 \x01(\x0b\x32\x1f.contextengine.v1.CacheDecision\"\x9f\x02\n\rCacheDecision\x12-\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1d.contextengine.v1.CacheAction\x12\x37\n\x0e\x63\x61\x63he_metadata\x18\x02 \x01(\x0b\x32\x1f.contextengine.v1.CacheMetadata\x12\x12\n\ncache_name\x18\x03 \x01(\t\x12\x17\n\x0fsend_from_index\x18\x04 \x01(\x05\x12\x1e\n\x16invalidated_cache_name\x18\x05 \x01(\t\x12\x0f\n\x07managed\x18\x06 \x01(\x08\x12\x13\n\x0bttl_seconds\x18\x07 \x01(\x05\x12\x1a\n\x12not_created_reason\x18\x08 \x01(\t\x12\x17\n\x0f\x64\x65graded_reason\x18\t \x01(\t*l\n\x0fIncludeContents\x12 \n\x1cINCLUDE_CONTENTS_UNSPECIFIED\x10\x00\x12\x1c\n\x18INCLUDE_CONTENTS_DEFAULT\x10\x01\x12\x19\n\x15INCLUDE_CONTENTS_NONE\x10\x02*\xc3\x01\n\rModelProvider\x12\x1e\n\x1aMODEL_PROVIDER_UNSPECIFIED\x10\x00\x12\x19\n\x15MODEL_PROVIDER_GEMINI\x10\x01\x12\x1c\n\x18MODEL_PROVIDER_ANTHROPIC\x10\x02\x12\x1a\n\x16MODEL_PROVIDER_LITELLM\x10\x03\x12#\n\x1fMODEL_PROVIDER_OPENAI_RESPONSES\x10\x04\x12\x18\n\x14MODEL_PROVIDER_OTHER\x10\x05*\x7f\n\x0b\x43\x61\x63heAction\x12\x1c\n\x18\x43\x41\x43HE_ACTION_UNSPECIFIED\x10\x00\x12!\n\x1d\x43\x41\x43HE_ACTION_FINGERPRINT_ONLY\x10\x01\x12\x16\n\x12\x43\x41\x43HE_ACTION_REUSE\x10\x02\x12\x17\n\x13\x43\x41\x43HE_ACTION_CREATE\x10\x03\x32o\n\x0e\x43ontextService\x12]\n\x0c\x42uildContext\x12%.contextengine.v1.BuildContextRequest\x1a&.contextengine.v1.BuildContextResponseB-\n\x14\x64\x65v.contextengine.v1B\x13\x43ontextServiceProtoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,18 +36,22 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextengine.v1.context_se
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.contextengine.v1B\023ContextServiceProtoP\001'
-  _globals['_INCLUDECONTENTS']._serialized_start=788
-  _globals['_INCLUDECONTENTS']._serialized_end=896
-  _globals['_MODELPROVIDER']._serialized_start=899
-  _globals['_MODELPROVIDER']._serialized_end=1094
-  _globals['_MODELIDENTITY']._serialized_start=92
-  _globals['_MODELIDENTITY']._serialized_end=203
-  _globals['_BUILDCONTEXTREQUEST']._serialized_start=206
-  _globals['_BUILDCONTEXTREQUEST']._serialized_end=586
-  _globals['_TOKENESTIMATE']._serialized_start=588
-  _globals['_TOKENESTIMATE']._serialized_end=636
-  _globals['_BUILDCONTEXTRESPONSE']._serialized_start=639
-  _globals['_BUILDCONTEXTRESPONSE']._serialized_end=786
-  _globals['_CONTEXTSERVICE']._serialized_start=1096
-  _globals['_CONTEXTSERVICE']._serialized_end=1207
+  _globals['_INCLUDECONTENTS']._serialized_start=1624
+  _globals['_INCLUDECONTENTS']._serialized_end=1732
+  _globals['_MODELPROVIDER']._serialized_start=1735
+  _globals['_MODELPROVIDER']._serialized_end=1930
+  _globals['_CACHEACTION']._serialized_start=1932
+  _globals['_CACHEACTION']._serialized_end=2059
+  _globals['_MODELIDENTITY']._serialized_start=183
+  _globals['_MODELIDENTITY']._serialized_end=294
+  _globals['_BUILDCONTEXTREQUEST']._serialized_start=297
+  _globals['_BUILDCONTEXTREQUEST']._serialized_end=934
+  _globals['_TOKENESTIMATE']._serialized_start=936
+  _globals['_TOKENESTIMATE']._serialized_end=984
+  _globals['_BUILDCONTEXTRESPONSE']._serialized_start=987
+  _globals['_BUILDCONTEXTRESPONSE']._serialized_end=1332
+  _globals['_CACHEDECISION']._serialized_start=1335
+  _globals['_CACHEDECISION']._serialized_end=1622
+  _globals['_CONTEXTSERVICE']._serialized_start=2061
+  _globals['_CONTEXTSERVICE']._serialized_end=2172
 # @@protoc_insertion_point(module_scope)

@@ -14,8 +14,11 @@ contents (the agent adds them).
 
 from collections import abc as _abc
 from contextengine.v1 import content_pb2 as _content_pb2
+from contextengine.v1 import event_pb2 as _event_pb2
+from contextengine.v1 import memory_pb2 as _memory_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
@@ -95,6 +98,38 @@ MODEL_PROVIDER_OTHER: ModelProvider.ValueType  # 5
 """Any other model: "adk-" ids are stripped."""
 Global___ModelProvider: _TypeAlias = ModelProvider  # noqa: Y015
 
+class _CacheAction:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CacheActionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CacheAction.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CACHE_ACTION_UNSPECIFIED: _CacheAction.ValueType  # 0
+    """Never sent."""
+    CACHE_ACTION_FINGERPRINT_ONLY: _CacheAction.ValueType  # 1
+    """No cache for this call: record the fingerprint (the agent's first model call, a changed
+    prefix, a creation gate or a failed creation).
+    """
+    CACHE_ACTION_REUSE: _CacheAction.ValueType  # 2
+    """Use the existing cache `cache_name`."""
+    CACHE_ACTION_CREATE: _CacheAction.ValueType  # 3
+    """Create a cache of the first `cache_metadata.contents_count` contents (managed: created)."""
+
+class CacheAction(_CacheAction, metaclass=_CacheActionEnumTypeWrapper):
+    """The cache action of a CacheDecision."""
+
+CACHE_ACTION_UNSPECIFIED: CacheAction.ValueType  # 0
+"""Never sent."""
+CACHE_ACTION_FINGERPRINT_ONLY: CacheAction.ValueType  # 1
+"""No cache for this call: record the fingerprint (the agent's first model call, a changed
+prefix, a creation gate or a failed creation).
+"""
+CACHE_ACTION_REUSE: CacheAction.ValueType  # 2
+"""Use the existing cache `cache_name`."""
+CACHE_ACTION_CREATE: CacheAction.ValueType  # 3
+"""Create a cache of the first `cache_metadata.contents_count` contents (managed: created)."""
+Global___CacheAction: _TypeAlias = CacheAction  # noqa: Y015
+
 @_typing.final
 class ModelIdentity(_message.Message):
     """The model a context is built for."""
@@ -107,8 +142,9 @@ class ModelIdentity(_message.Message):
     provider: Global___ModelProvider.ValueType
     """The model family."""
     model: _builtins.str
-    """The model name (for example "gemini-2.5-flash"). Informational for now; the prompt-cache
-    fingerprint will cover it.
+    """The model name (for example "gemini-2.5-flash"). The prompt-cache fingerprint covers it, and
+    google-adk's minimum cache sizes depend on it ("gemini-2.5-*" 2048 tokens, "gemini-3*" 4096,
+    judged by the last '/' segment).
     """
     use_interactions_api: _builtins.bool
     """Gemini only: the agent calls the model through the Interactions API (ids are then kept)."""
@@ -143,6 +179,13 @@ class BuildContextRequest(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     INCLUDE_THOUGHTS_FROM_OTHER_AGENTS_FIELD_NUMBER: _builtins.int
     USER_CONTENT_FIELD_NUMBER: _builtins.int
+    SKIP_COMPACTION_FIELD_NUMBER: _builtins.int
+    PRELOAD_MEMORY_FIELD_NUMBER: _builtins.int
+    MEMORY_QUERY_FIELD_NUMBER: _builtins.int
+    SYSTEM_INSTRUCTION_FIELD_NUMBER: _builtins.int
+    TOOLS_FIELD_NUMBER: _builtins.int
+    TOOL_CONFIG_FIELD_NUMBER: _builtins.int
+    INVOCATION_ID_FIELD_NUMBER: _builtins.int
     app_name: _builtins.str
     """The app. Required."""
     user_id: _builtins.str
@@ -166,6 +209,27 @@ class BuildContextRequest(_message.Message):
     """Whole history or current turn."""
     include_thoughts_from_other_agents: _builtins.bool
     """Show other agents' thought parts inside their reframed turns."""
+    skip_compaction: _builtins.bool
+    """Do not run token-threshold compaction before building (by default, when the app configures a
+    token threshold and the agent's latest prompt reached it, the engine summarises first, as ADK
+    does before a model call, and the contents already use the new summary).
+    """
+    preload_memory: _builtins.bool
+    """Also search the user's long-term memory and return what google-adk's preload-memory tool
+    would inject, in `memory_preload` (the contents are unchanged). The query is `memory_query`
+    when set, else the current user message: the non-thought text of the latest surviving event
+    authored by "user" that has text. A failed search is logged and yields no memories (as in
+    ADK); it never fails the request.
+    """
+    memory_query: _builtins.str
+    """With `preload_memory`: search for this text instead of the current user message (at most
+    10,000 characters are used). Ignored without `preload_memory`.
+    """
+    invocation_id: _builtins.str
+    """The invocation this model call belongs to. google-adk counts a cache's `invocations_used`
+    up by one when the agent's newest cache metadata was recorded in another (non-empty)
+    invocation; empty counts as another invocation.
+    """
     @_builtins.property
     def model(self) -> Global___ModelIdentity:
         """The model the contents are for."""
@@ -175,6 +239,27 @@ class BuildContextRequest(_message.Message):
         """For an isolated agent whose originating function call is not in the log: the user content to
         open its context with.
         """
+
+    @_builtins.property
+    def system_instruction(self) -> _content_pb2.Content:
+        """Prompt caching (used only when the app has a context_cache_config). What the model request
+        holds besides the contents: the fingerprint covers them (and `model.model`), and a cache holds
+        them. Each must be valid for google-genai (INVALID_ARGUMENT / INVALID_MODEL_INPUT otherwise).
+
+        The system instruction (google-genai `Content`; ADK sends its instruction text as one text
+        part). Unset or empty: none.
+        """
+
+    @_builtins.property
+    def tools(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
+        """The tool declarations, each a google-genai `Tool` as JSON (snake_case field names
+        recommended: the fingerprint hashes the object as given, after sorting
+        `function_declarations` by name and the tools by their canonical JSON).
+        """
+
+    @_builtins.property
+    def tool_config(self) -> _struct_pb2.Struct:
+        """The google-genai `ToolConfig` as JSON. Unset or empty: none."""
 
     def __init__(
         self,
@@ -189,19 +274,30 @@ class BuildContextRequest(_message.Message):
         model: Global___ModelIdentity | None = ...,
         include_thoughts_from_other_agents: _builtins.bool = ...,
         user_content: _content_pb2.Content | None = ...,
+        skip_compaction: _builtins.bool = ...,
+        preload_memory: _builtins.bool = ...,
+        memory_query: _builtins.str | None = ...,
+        system_instruction: _content_pb2.Content | None = ...,
+        tools: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        tool_config: _struct_pb2.Struct | None = ...,
+        invocation_id: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "branch", b"branch", "isolation_scope", b"isolation_scope", "model", b"model", "user_content", b"user_content"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "branch", b"branch", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "user_content", b"user_content"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "agent_name", b"agent_name", "app_name", b"app_name", "branch", b"branch", "include_contents", b"include_contents", "include_thoughts_from_other_agents", b"include_thoughts_from_other_agents", "isolation_scope", b"isolation_scope", "model", b"model", "session_id", b"session_id", "user_content", b"user_content", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "agent_name", b"agent_name", "app_name", b"app_name", "branch", b"branch", "include_contents", b"include_contents", "include_thoughts_from_other_agents", b"include_thoughts_from_other_agents", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "preload_memory", b"preload_memory", "session_id", b"session_id", "skip_compaction", b"skip_compaction", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "tools", b"tools", "user_content", b"user_content", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__branch: _TypeAlias = _typing.Literal["branch"]  # noqa: Y015
     _WhichOneofArgType__branch: _TypeAlias = _typing.Literal["_branch", b"_branch"]  # noqa: Y015
     _WhichOneofReturnType__isolation_scope: _TypeAlias = _typing.Literal["isolation_scope"]  # noqa: Y015
     _WhichOneofArgType__isolation_scope: _TypeAlias = _typing.Literal["_isolation_scope", b"_isolation_scope"]  # noqa: Y015
+    _WhichOneofReturnType__memory_query: _TypeAlias = _typing.Literal["memory_query"]  # noqa: Y015
+    _WhichOneofArgType__memory_query: _TypeAlias = _typing.Literal["_memory_query", b"_memory_query"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__branch) -> _WhichOneofReturnType__branch | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__isolation_scope) -> _WhichOneofReturnType__isolation_scope | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__memory_query) -> _WhichOneofReturnType__memory_query | None: ...
 
 Global___BuildContextRequest: _TypeAlias = BuildContextRequest  # noqa: Y015
 
@@ -244,8 +340,29 @@ class BuildContextResponse(_message.Message):
     CONTENTS_FIELD_NUMBER: _builtins.int
     LAST_SEQUENCE_FIELD_NUMBER: _builtins.int
     TOKEN_ESTIMATE_FIELD_NUMBER: _builtins.int
+    COMPACTION_SEQUENCE_FIELD_NUMBER: _builtins.int
+    MEMORY_PRELOAD_FIELD_NUMBER: _builtins.int
+    CACHEABLE_CONTENTS_COUNT_FIELD_NUMBER: _builtins.int
+    FINGERPRINT_FIELD_NUMBER: _builtins.int
+    CACHE_DECISION_FIELD_NUMBER: _builtins.int
     last_sequence: _builtins.int
     """Sequence of the last event of the log the contents reflect (every event up to it was read)."""
+    compaction_sequence: _builtins.int
+    """Sequence of the summary event this call appended before building (token threshold reached);
+    0 when it appended none.
+    """
+    cacheable_contents_count: _builtins.int
+    """Prompt caching: set only when the app has a context_cache_config.
+
+    google-adk's cacheable prefix of `contents`: the index where the trailing run of "user"
+    contents starts (all of them when the last is not "user", 0 when all are).
+    """
+    fingerprint: _builtins.str
+    """Fingerprint of the request's stable prefix: model, system instruction, tools, tool config and
+    the first `cacheable_contents_count` contents (lowercase hex SHA-256 of RFC 8785 canonical
+    JSON; the exact document is specified in docs/design/prompt-cache.md and checked by golden
+    vectors in every client). Equal fingerprints mean byte-identical prefixes.
+    """
     @_builtins.property
     def contents(self) -> _containers.RepeatedCompositeFieldContainer[_content_pb2.Content]:
         """The model contents, in order."""
@@ -254,17 +371,117 @@ class BuildContextResponse(_message.Message):
     def token_estimate(self) -> Global___TokenEstimate:
         """Size of the contents."""
 
+    @_builtins.property
+    def memory_preload(self) -> _memory_pb2.MemoryPreload:
+        """Set when `preload_memory` was requested: the query, the memories found and the block to
+        give the model (empty text when nothing was found).
+        """
+
+    @_builtins.property
+    def cache_decision(self) -> Global___CacheDecision:
+        """The cache decision google-adk 2.13 would make for this model call."""
+
     def __init__(
         self,
         *,
         contents: _abc.Iterable[_content_pb2.Content] | None = ...,
         last_sequence: _builtins.int = ...,
         token_estimate: Global___TokenEstimate | None = ...,
+        compaction_sequence: _builtins.int = ...,
+        memory_preload: _memory_pb2.MemoryPreload | None = ...,
+        cacheable_contents_count: _builtins.int = ...,
+        fingerprint: _builtins.str = ...,
+        cache_decision: Global___CacheDecision | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["token_estimate", b"token_estimate"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cache_decision", b"cache_decision", "memory_preload", b"memory_preload", "token_estimate", b"token_estimate"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["contents", b"contents", "last_sequence", b"last_sequence", "token_estimate", b"token_estimate"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cache_decision", b"cache_decision", "cacheable_contents_count", b"cacheable_contents_count", "compaction_sequence", b"compaction_sequence", "contents", b"contents", "fingerprint", b"fingerprint", "last_sequence", b"last_sequence", "memory_preload", b"memory_preload", "token_estimate", b"token_estimate"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___BuildContextResponse: _TypeAlias = BuildContextResponse  # noqa: Y015
+
+@_typing.final
+class CacheDecision(_message.Message):
+    """What to do about the provider-side prompt cache for one model call: google-adk 2.13's
+    `GeminiContextCacheManager` decision, from the agent's own events in the log (its newest
+    `cache_metadata` and `usage_metadata.prompt_token_count`), the request and the server's clock.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACTION_FIELD_NUMBER: _builtins.int
+    CACHE_METADATA_FIELD_NUMBER: _builtins.int
+    CACHE_NAME_FIELD_NUMBER: _builtins.int
+    SEND_FROM_INDEX_FIELD_NUMBER: _builtins.int
+    INVALIDATED_CACHE_NAME_FIELD_NUMBER: _builtins.int
+    MANAGED_FIELD_NUMBER: _builtins.int
+    TTL_SECONDS_FIELD_NUMBER: _builtins.int
+    NOT_CREATED_REASON_FIELD_NUMBER: _builtins.int
+    DEGRADED_REASON_FIELD_NUMBER: _builtins.int
+    action: Global___CacheAction.ValueType
+    """What happens to the cache."""
+    cache_name: _builtins.str
+    """REUSE, and CREATE when managed: the cache the model request uses (`cached_content`); the
+    request then carries no system instruction, tools or tool config (they are in the cache).
+    """
+    send_from_index: _builtins.int
+    """REUSE and CREATE: the request sends only `contents[send_from_index:]` (ADK leaves out the
+    first min(cached contents, request length - 1) contents; the request length counts the user
+    content ADK's Gemini class appends when `contents` is empty or ends with a non-user content,
+    which the agent must append too). 0 for FINGERPRINT_ONLY (and an agent whose own cache
+    creation failed sends every content).
+    """
+    invalidated_cache_name: _builtins.str
+    """An active cache that is no longer valid (expired by the server's clock, used for more than
+    cache_intervals invocations, or its prefix changed). ADK deletes it; when managed, the engine
+    has deleted it (a failed deletion is only logged), otherwise the agent should.
+    """
+    managed: _builtins.bool
+    """The engine created / reused / deleted the cache itself (ContextCacheConfig.managed_gemini_caches
+    and a Gemini model).
+    """
+    ttl_seconds: _builtins.int
+    """CREATE when not managed: `contents[:cache_metadata.contents_count]` go into the new cache,
+    with this time to live in seconds (the app's ttl_seconds).
+    """
+    not_created_reason: _builtins.str
+    """FINGERPRINT_ONLY although the prefix allowed a new cache: the google-adk creation gate that
+    said no ("no previous prompt token count of this agent", "previous prompt below min_tokens",
+    "cacheable prefix below the model's minimum cache size"). Empty otherwise.
+    """
+    degraded_reason: _builtins.str
+    """Managed only: creating the cache failed (an HTTP error, a timeout, no API key...), so this
+    call fell back to fingerprint only, as google-adk does, and this says why. Empty otherwise.
+    """
+    @_builtins.property
+    def cache_metadata(self) -> _event_pb2.CacheMetadata:
+        """What the agent must record as `cache_metadata` on the model-response event of this call
+        (the next decision is made from it). FINGERPRINT_ONLY: `fingerprint` and `contents_count`
+        only. REUSE: the active metadata, `invocations_used` already counted. CREATE: managed, the
+        new cache's full metadata (`invocations_used` = 1); not managed, `fingerprint` and
+        `contents_count` only: after creating the cache, the agent sets `cache_name`,
+        `expire_time` (the server's, or creation time + ttl_seconds), `created_at` and
+        `invocations_used` = 1; if creating fails, it records the metadata as it is (ADK's fallback).
+        """
+
+    def __init__(
+        self,
+        *,
+        action: Global___CacheAction.ValueType = ...,
+        cache_metadata: _event_pb2.CacheMetadata | None = ...,
+        cache_name: _builtins.str = ...,
+        send_from_index: _builtins.int = ...,
+        invalidated_cache_name: _builtins.str = ...,
+        managed: _builtins.bool = ...,
+        ttl_seconds: _builtins.int = ...,
+        not_created_reason: _builtins.str = ...,
+        degraded_reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cache_metadata", b"cache_metadata"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "cache_metadata", b"cache_metadata", "cache_name", b"cache_name", "degraded_reason", b"degraded_reason", "invalidated_cache_name", b"invalidated_cache_name", "managed", b"managed", "not_created_reason", b"not_created_reason", "send_from_index", b"send_from_index", "ttl_seconds", b"ttl_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CacheDecision: _TypeAlias = CacheDecision  # noqa: Y015

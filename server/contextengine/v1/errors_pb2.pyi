@@ -56,10 +56,44 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """INVALID_ARGUMENT: a subscription cursor is malformed or beyond the end of the log.
     Metadata: `field`.
     """
+    ERROR_REASON_INVALID_SUMMARIZER_CONFIG: _ErrorReason.ValueType  # 10
+    """INVALID_ARGUMENT: a summarizer configuration is invalid (missing model, bad template, bounds).
+    Metadata: `field`.
+    """
+    ERROR_REASON_INVALID_COMPACTION_RANGE: _ErrorReason.ValueType  # 11
+    """INVALID_ARGUMENT: a client-committed compaction range is not acceptable: it is empty or
+    reversed, names events that are not live root-scope events, contains a pinned event, or
+    leaves a function call (or a confirmation / auth request) made inside it unanswered there.
+    Metadata: `field`, and `call_id` or `sequence` when one event is to blame.
+    """
+    ERROR_REASON_INVALID_MEMORY_CONFIG: _ErrorReason.ValueType  # 12
+    """INVALID_ARGUMENT: a MemoryConfig is invalid (`max_results` out of bounds, a preload template
+    without exactly one `{memories}` placeholder). Metadata: `field`.
+    """
+    ERROR_REASON_INVALID_MODEL_INPUT: _ErrorReason.ValueType  # 15
+    """INVALID_ARGUMENT: a BuildContext system instruction, tool or tool config is not a valid
+    google-genai Content / Tool / ToolConfig (unknown fields, wrong types, unknown enum values).
+    Metadata: `field` (for example "tools[1]").
+    """
     ERROR_REASON_SESSION_NOT_FOUND: _ErrorReason.ValueType  # 20
     """NOT_FOUND: the session does not exist. Metadata: `app_name`, `user_id`, `session_id`."""
     ERROR_REASON_INVOCATION_NOT_FOUND: _ErrorReason.ValueType  # 21
     """NOT_FOUND: no event of the session has this invocation id. Metadata: `invocation_id`."""
+    ERROR_REASON_EVENT_NOT_FOUND: _ErrorReason.ValueType  # 22
+    """NOT_FOUND: the session has no event with this sequence. Metadata: `sequence`."""
+    ERROR_REASON_NOT_A_SUMMARY: _ErrorReason.ValueType  # 41
+    """FAILED_PRECONDITION: the event named as a summary is not a compaction event.
+    Metadata: `sequence`.
+    """
+    ERROR_REASON_COMPACTION_PLAN_STALE: _ErrorReason.ValueType  # 42
+    """FAILED_PRECONDITION: the log moved since the compaction was planned in a way that invalidates
+    the plan (a rewind or another summary was appended after `based_on_sequence`). Metadata:
+    `based_on_sequence`, `conflicting_sequence`. Plan again.
+    """
+    ERROR_REASON_COMPACTION_NOT_CONFIGURED: _ErrorReason.ValueType  # 43
+    """FAILED_PRECONDITION: the app has no compaction configuration (or not the pair the requested
+    trigger needs). Metadata: `app_name`.
+    """
     ERROR_REASON_SESSION_ALREADY_EXISTS: _ErrorReason.ValueType  # 30
     """ALREADY_EXISTS: a session with this id already exists. Metadata: `session_id`."""
     ERROR_REASON_EVENT_ID_CONFLICT: _ErrorReason.ValueType  # 31
@@ -114,10 +148,44 @@ ERROR_REASON_INVALID_CURSOR: ErrorReason.ValueType  # 9
 """INVALID_ARGUMENT: a subscription cursor is malformed or beyond the end of the log.
 Metadata: `field`.
 """
+ERROR_REASON_INVALID_SUMMARIZER_CONFIG: ErrorReason.ValueType  # 10
+"""INVALID_ARGUMENT: a summarizer configuration is invalid (missing model, bad template, bounds).
+Metadata: `field`.
+"""
+ERROR_REASON_INVALID_COMPACTION_RANGE: ErrorReason.ValueType  # 11
+"""INVALID_ARGUMENT: a client-committed compaction range is not acceptable: it is empty or
+reversed, names events that are not live root-scope events, contains a pinned event, or
+leaves a function call (or a confirmation / auth request) made inside it unanswered there.
+Metadata: `field`, and `call_id` or `sequence` when one event is to blame.
+"""
+ERROR_REASON_INVALID_MEMORY_CONFIG: ErrorReason.ValueType  # 12
+"""INVALID_ARGUMENT: a MemoryConfig is invalid (`max_results` out of bounds, a preload template
+without exactly one `{memories}` placeholder). Metadata: `field`.
+"""
+ERROR_REASON_INVALID_MODEL_INPUT: ErrorReason.ValueType  # 15
+"""INVALID_ARGUMENT: a BuildContext system instruction, tool or tool config is not a valid
+google-genai Content / Tool / ToolConfig (unknown fields, wrong types, unknown enum values).
+Metadata: `field` (for example "tools[1]").
+"""
 ERROR_REASON_SESSION_NOT_FOUND: ErrorReason.ValueType  # 20
 """NOT_FOUND: the session does not exist. Metadata: `app_name`, `user_id`, `session_id`."""
 ERROR_REASON_INVOCATION_NOT_FOUND: ErrorReason.ValueType  # 21
 """NOT_FOUND: no event of the session has this invocation id. Metadata: `invocation_id`."""
+ERROR_REASON_EVENT_NOT_FOUND: ErrorReason.ValueType  # 22
+"""NOT_FOUND: the session has no event with this sequence. Metadata: `sequence`."""
+ERROR_REASON_NOT_A_SUMMARY: ErrorReason.ValueType  # 41
+"""FAILED_PRECONDITION: the event named as a summary is not a compaction event.
+Metadata: `sequence`.
+"""
+ERROR_REASON_COMPACTION_PLAN_STALE: ErrorReason.ValueType  # 42
+"""FAILED_PRECONDITION: the log moved since the compaction was planned in a way that invalidates
+the plan (a rewind or another summary was appended after `based_on_sequence`). Metadata:
+`based_on_sequence`, `conflicting_sequence`. Plan again.
+"""
+ERROR_REASON_COMPACTION_NOT_CONFIGURED: ErrorReason.ValueType  # 43
+"""FAILED_PRECONDITION: the app has no compaction configuration (or not the pair the requested
+trigger needs). Metadata: `app_name`.
+"""
 ERROR_REASON_SESSION_ALREADY_EXISTS: ErrorReason.ValueType  # 30
 """ALREADY_EXISTS: a session with this id already exists. Metadata: `session_id`."""
 ERROR_REASON_EVENT_ID_CONFLICT: ErrorReason.ValueType  # 31

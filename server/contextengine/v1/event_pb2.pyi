@@ -75,6 +75,7 @@ class Event(_message.Message):
     ID_FIELD_NUMBER: _builtins.int
     TIMESTAMP_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
+    PINNED_FIELD_NUMBER: _builtins.int
     model_version: _builtins.str
     """Version of the model that produced this event."""
     partial: _builtins.bool
@@ -122,11 +123,17 @@ class Event(_message.Message):
     timestamp: _builtins.float
     """Event time in seconds since the Unix epoch (ADK's float timestamp). Compaction ranges are
     expressed in these timestamps for ADK parity; order is decided by `sequence`, never by time.
+    0 on append: the server stamps its clock, distinct and increasing within one batch.
     """
     sequence: _builtins.int
     """Server-assigned position of the event in its session's log: 1 for the first event, then
     consecutive integers without gaps. Ignored on append (the server assigns it); 0 on an event
     that was not stored (a partial event).
+    """
+    pinned: _builtins.bool
+    """Pinned events are never inside a compacted range: the compaction planner ends (or starts) its
+    range around them, so they stay verbatim in every context. Set by the client on append;
+    engine-only (not part of ADK's event, stripped before handing the event to ADK).
     """
     @_builtins.property
     def content(self) -> _content_pb2.Content:
@@ -237,10 +244,11 @@ class Event(_message.Message):
         id: _builtins.str = ...,
         timestamp: _builtins.float = ...,
         sequence: _builtins.int = ...,
+        pinned: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_avg_logprobs", b"_avg_logprobs", "_branch", b"_branch", "_environment_id", b"_environment_id", "_error_code", b"_error_code", "_error_message", b"_error_message", "_finish_reason", b"_finish_reason", "_interaction_id", b"_interaction_id", "_interaction_status", b"_interaction_status", "_interrupted", b"_interrupted", "_isolation_scope", b"_isolation_scope", "_live_session_id", b"_live_session_id", "_model_version", b"_model_version", "_partial", b"_partial", "_turn_complete", b"_turn_complete", "_turn_complete_reason", b"_turn_complete_reason", "actions", b"actions", "avg_logprobs", b"avg_logprobs", "branch", b"branch", "cache_metadata", b"cache_metadata", "citation_metadata", b"citation_metadata", "content", b"content", "custom_metadata", b"custom_metadata", "environment_id", b"environment_id", "error_code", b"error_code", "error_message", b"error_message", "finish_reason", b"finish_reason", "go_away", b"go_away", "grounding_metadata", b"grounding_metadata", "input_transcription", b"input_transcription", "interaction_id", b"interaction_id", "interaction_status", b"interaction_status", "interrupted", b"interrupted", "isolation_scope", b"isolation_scope", "live_session_id", b"live_session_id", "live_session_resumption_update", b"live_session_resumption_update", "logprobs_result", b"logprobs_result", "model_version", b"model_version", "node_info", b"node_info", "output", b"output", "output_transcription", b"output_transcription", "partial", b"partial", "turn_complete", b"turn_complete", "turn_complete_reason", b"turn_complete_reason", "usage_metadata", b"usage_metadata", "voice_activity", b"voice_activity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_avg_logprobs", b"_avg_logprobs", "_branch", b"_branch", "_environment_id", b"_environment_id", "_error_code", b"_error_code", "_error_message", b"_error_message", "_finish_reason", b"_finish_reason", "_interaction_id", b"_interaction_id", "_interaction_status", b"_interaction_status", "_interrupted", b"_interrupted", "_isolation_scope", b"_isolation_scope", "_live_session_id", b"_live_session_id", "_model_version", b"_model_version", "_partial", b"_partial", "_turn_complete", b"_turn_complete", "_turn_complete_reason", b"_turn_complete_reason", "actions", b"actions", "author", b"author", "avg_logprobs", b"avg_logprobs", "branch", b"branch", "cache_metadata", b"cache_metadata", "citation_metadata", b"citation_metadata", "content", b"content", "custom_metadata", b"custom_metadata", "environment_id", b"environment_id", "error_code", b"error_code", "error_message", b"error_message", "finish_reason", b"finish_reason", "go_away", b"go_away", "grounding_metadata", b"grounding_metadata", "id", b"id", "input_transcription", b"input_transcription", "interaction_id", b"interaction_id", "interaction_status", b"interaction_status", "interrupted", b"interrupted", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "live_session_id", b"live_session_id", "live_session_resumption_update", b"live_session_resumption_update", "logprobs_result", b"logprobs_result", "long_running_tool_ids", b"long_running_tool_ids", "model_version", b"model_version", "node_info", b"node_info", "output", b"output", "output_transcription", b"output_transcription", "partial", b"partial", "sequence", b"sequence", "timestamp", b"timestamp", "turn_complete", b"turn_complete", "turn_complete_reason", b"turn_complete_reason", "usage_metadata", b"usage_metadata", "voice_activity", b"voice_activity"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_avg_logprobs", b"_avg_logprobs", "_branch", b"_branch", "_environment_id", b"_environment_id", "_error_code", b"_error_code", "_error_message", b"_error_message", "_finish_reason", b"_finish_reason", "_interaction_id", b"_interaction_id", "_interaction_status", b"_interaction_status", "_interrupted", b"_interrupted", "_isolation_scope", b"_isolation_scope", "_live_session_id", b"_live_session_id", "_model_version", b"_model_version", "_partial", b"_partial", "_turn_complete", b"_turn_complete", "_turn_complete_reason", b"_turn_complete_reason", "actions", b"actions", "author", b"author", "avg_logprobs", b"avg_logprobs", "branch", b"branch", "cache_metadata", b"cache_metadata", "citation_metadata", b"citation_metadata", "content", b"content", "custom_metadata", b"custom_metadata", "environment_id", b"environment_id", "error_code", b"error_code", "error_message", b"error_message", "finish_reason", b"finish_reason", "go_away", b"go_away", "grounding_metadata", b"grounding_metadata", "id", b"id", "input_transcription", b"input_transcription", "interaction_id", b"interaction_id", "interaction_status", b"interaction_status", "interrupted", b"interrupted", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "live_session_id", b"live_session_id", "live_session_resumption_update", b"live_session_resumption_update", "logprobs_result", b"logprobs_result", "long_running_tool_ids", b"long_running_tool_ids", "model_version", b"model_version", "node_info", b"node_info", "output", b"output", "output_transcription", b"output_transcription", "partial", b"partial", "pinned", b"pinned", "sequence", b"sequence", "timestamp", b"timestamp", "turn_complete", b"turn_complete", "turn_complete_reason", b"turn_complete_reason", "usage_metadata", b"usage_metadata", "voice_activity", b"voice_activity"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__avg_logprobs: _TypeAlias = _typing.Literal["avg_logprobs"]  # noqa: Y015
     _WhichOneofArgType__avg_logprobs: _TypeAlias = _typing.Literal["_avg_logprobs", b"_avg_logprobs"]  # noqa: Y015

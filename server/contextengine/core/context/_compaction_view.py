@@ -25,6 +25,7 @@ from contextengine.v1 import event_pb2
 __all__ = [
     "CompactionRange",
     "compaction_ranges",
+    "covered_intervals",
     "latest_non_subsumed_compaction",
     "mask_compacted",
     "recover_compacted_calls",
@@ -85,7 +86,9 @@ def latest_non_subsumed_compaction(events: Sequence[event_pb2.Event]) -> event_p
     return events[ranges[-1].position] if ranges else None
 
 
-def _covered_intervals(ranges: Sequence[CompactionRange]) -> list[tuple[float, float]]:
+def covered_intervals(ranges: Sequence[CompactionRange]) -> list[tuple[float, float]]:
+    """The union of the ranges with ``start <= end``, as sorted, disjoint intervals (touching or
+    overlapping ranges merge)."""
     merged: list[tuple[float, float]] = []
     for start, end in sorted((r.start, r.end) for r in ranges if r.start <= r.end):
         if merged and start <= merged[-1][1]:
@@ -105,7 +108,7 @@ def mask_compacted(items: Sequence[Item], agent_name: str) -> list[Item]:
             if candidate is not None:
                 candidates.append(candidate)
     ranges = surviving_ranges(candidates)
-    covered = _covered_intervals(ranges)
+    covered = covered_intervals(ranges)
     starts = [start for start, _ in covered]
 
     placed: list[tuple[float, int, Item]] = []

@@ -1,0 +1,205 @@
+"""The cache-aware compaction policy (``ContextCacheConfig.cache_aware_compaction``), plugged
+into the compactor's automatic triggers (``Compactor.policy``). Apps without the option are left
+exactly as google-adk would have them.
+
+For an app with the option, given a trigger's plan:
+
+1. The cache to protect is the newest cache metadata of the agent the context is built for (after
+   an invocation: of any agent). None: ADK's plan (token threshold: consolidated, see 5).
+2. If its prefix no longer matches what the engine would build now (the agent's last
+   BuildContext request supplies the fixed parts), nothing is left to protect: fall back (5).
+3. The prompt size is predicted: the agent's newest recorded prompt token count plus
+   characters / 4 of what was appended since. Below ``hard_token_limit`` and with a warm cache
+   (active, unexpired by the server's clock, invocations left for the next call): defer.
+4. Otherwise narrow the plan to the events after the prefix (``restricted_plan``), check on the
+   contents that the prefix survives byte for byte, and that the context shrinks enough (its
+   predicted size afterwards, less the removed characters / 4, at most ``NARROWED_TARGET`` of
+   the hard limit; without a limit, its contents at most that share of the current ones). The cache then stays valid (or ADK re-creates it in the same
+   request, since the old prefix still matches).
+5. Fallback: the token threshold consolidates (one summary of everything before the retained
+   tail, all earlier summaries rolled in); the sliding window runs ADK's plan.
+
+Before a context, the token check is also due when the predicted size reaches the hard limit,
+so the prompt that would overshoot it is compacted first (ADK only looks at the previous
+prompt's recorded size).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from contextengine.compaction.compactor import View
+from contextengine.core.cache import Fingerprints
+from contextengine.core.cache._compaction import (
+    cached_prefix,
+    consolidated_plan,
+    contents_chars,
+    is_warm,
+    predicted_prompt_tokens,
+    prefix_survives,
+    restricted_plan,
+    with_placeholder_summary,
+)
+from contextengine.core.compaction import TOKEN_THRESHOLD, CompactionPlan
+from contextengine.core.context import (
+    DEFAULT_OTHER_AGENT_PREAMBLE,
+    ContextOptions,
+    build_contents,
+)
+from contextengine.core.context._compaction_view import latest_non_subsumed_compaction
+from contextengine.service._app_configs import AppConfigs
+from contextengine.service._prompt_cache import PromptCache, settings_of
+from contextengine.store import SessionKey
+from contextengine.v1 import config_pb2, content_pb2, event_pb2
+
+__all__ = ["NARROWED_TARGET", "CacheAwarePolicy"]
+
+#: a narrowed compaction must bring the predicted prompt down to this share of the hard limit
+NARROWED_TARGET = 0.6
+#: size of the summary assumed when predicting a narrowed compaction's result (no summary yet)
+_DEFAULT_SUMMARY_CHARS = 2000
+
+
+class CacheAwarePolicy:
+    def __init__(
+        self,
+        configs: AppConfigs,
+        prompt_cache: PromptCache,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._configs = configs
+        self._prompt_cache = prompt_cache
+        self._clock = clock
+
+    async def _app(self, key: SessionKey) -> config_pb2.AppConfig | None:
+        app = await self._configs.get(key.app_name)
+        if app is None or not app.context_cache_config.HasField("cache_aware_compaction"):
+            return None
+        return app
+
+    @staticmethod
+    def hard_limit(app: config_pb2.AppConfig) -> int | None:
+        aware = app.context_cache_config.cache_aware_compaction
+        if aware.HasField("hard_token_limit"):
+            return aware.hard_token_limit
+        compaction = app.events_compaction_config
+        if compaction.HasField("token_threshold"):
+            return compaction.token_threshold
+        return None
+
+    async def due(self, key: SessionKey, view: View, log: list[event_pb2.Event], due: bool) -> bool:
+        app = await self._app(key)
+        if app is None or due:
+            return due
+        limit = self.hard_limit(app)
+        if limit is None:
+            return False
+        predicted = predicted_prompt_tokens(log, view.agent_name)
+        return predicted is not None and predicted >= limit
+
+    def _options(
+        self, key: SessionKey, owner: str, event: event_pb2.Event, app: config_pb2.AppConfig
+    ) -> ContextOptions:
+        seen = self._prompt_cache.seen(key, owner)
+        if seen is not None:
+            return seen.options
+        return ContextOptions(
+            agent_name=owner,
+            branch=event.branch if event.HasField("branch") else None,
+            isolation_scope=event.isolation_scope if event.HasField("isolation_scope") else None,
+            other_agent_preamble=(
+                app.other_agent_preamble
+                if app.HasField("other_agent_preamble")
+                else DEFAULT_OTHER_AGENT_PREAMBLE
+            ),
+        )
+
+    def _fallback(
+        self,
+        app: config_pb2.AppConfig,
+        log: list[event_pb2.Event],
+        plan: CompactionPlan,
+        at_limit: bool,
+    ) -> CompactionPlan | None:
+        if plan.trigger != TOKEN_THRESHOLD and not at_limit:
+            return plan
+        config = app.events_compaction_config
+        if plan.trigger != TOKEN_THRESHOLD:
+            config = config_pb2.EventsCompactionConfig(event_retention_size=0)
+        return consolidated_plan(log, config, plan.isolation_scope) or plan
+
+    async def review(
+        self,
+        key: SessionKey,
+        trigger: str,
+        view: View,
+        log: list[event_pb2.Event],
+        plan: CompactionPlan,
+    ) -> CompactionPlan | None:
+        app = await self._app(key)
+        if app is None:
+            return plan
+        limit = self.hard_limit(app)
+        prefix = cached_prefix(log, view.agent_name or None)
+        predicted = predicted_prompt_tokens(log, prefix.owner if prefix is not None else "")
+        at_limit = limit is not None and predicted is not None and predicted >= limit
+        if prefix is None:
+            return self._fallback(app, log, plan, at_limit)
+        seen = self._prompt_cache.seen(key, prefix.owner)
+        invocation = seen.invocation_id if seen is not None and view.agent_name else None
+        settings = settings_of(app.context_cache_config)
+        warm = not at_limit and is_warm(prefix, settings, self._clock(), invocation)
+        if (
+            warm
+            and trigger == TOKEN_THRESHOLD
+            and seen is not None
+            and self._prompt_cache.cache_in_use(key, prefix.owner) == seen.prefix
+        ):
+            # Before a context, below the hard limit: the agent's last call used this cache
+            # with the same fixed parts, so defer without building anything.
+            return None
+        options = self._options(key, prefix.owner, prefix.event, app)
+        contents = build_contents(log, options)
+        count = prefix.metadata.contents_count
+        if seen is not None and (
+            Fingerprints(seen.prefix, contents).of(count) != prefix.metadata.fingerprint
+        ):
+            return self._fallback(app, log, plan, at_limit)  # the prefix is gone already
+        narrowed = restricted_plan(plan, log, prefix.boundary_sequence)
+        if narrowed is not None and self._narrowed_is_enough(
+            log, narrowed, contents, options, count, predicted, None if warm else limit
+        ):
+            return narrowed
+        if warm:
+            return None
+        return self._fallback(app, log, plan, at_limit)
+
+    def _narrowed_is_enough(
+        self,
+        log: list[event_pb2.Event],
+        narrowed: CompactionPlan,
+        contents: list[content_pb2.Content],
+        options: ContextOptions,
+        count: int,
+        predicted: int | None,
+        limit: int | None,
+    ) -> bool:
+        """Whether the narrowed plan keeps the first ``count`` contents and (with a ``limit``)
+        brings the predicted prompt under ``NARROWED_TARGET`` of it."""
+        previous = latest_non_subsumed_compaction(log)
+        summary_chars = (
+            contents_chars([previous.actions.compaction.compacted_content])
+            if previous is not None
+            else _DEFAULT_SUMMARY_CHARS
+        )
+        stamp = max((event.timestamp for event in log), default=0.0) + 1.0
+        after_log = with_placeholder_summary(log, narrowed, "x" * summary_chars, stamp)
+        survives, after = prefix_survives(contents, after_log, options, count)
+        if not survives:
+            return False
+        if limit is None or predicted is None:
+            return True
+        removed = contents_chars(contents) - contents_chars(after)
+        return predicted - removed / 4 <= NARROWED_TARGET * limit

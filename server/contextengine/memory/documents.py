@@ -1,0 +1,103 @@
+"""What of a session is remembered, and the text a preload searches with. Pure.
+
+An event is remembered when it survives every rewind of its session (spec 6.1: a rewound turn
+never happened, so it is not recalled either) and its content has searchable text: the text of
+its non-thought parts (a model's thoughts are its scratchpad, not the conversation). Function
+calls, responses and media are not searchable, but an event that also has text keeps its whole
+content in the entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextengine.core.context._rewind import live_indices
+from contextengine.memory.text import Document, document
+from contextengine.v1 import content_pb2, event_pb2
+
+__all__ = ["Entry", "content_text", "current_user_text", "entry_from_event", "live_entries"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One remembered event: where it comes from, what it said, and how it is found."""
+
+    sequence: int
+    event_id: str
+    invocation_id: str
+    author: str
+    timestamp: float
+    content: content_pb2.Content
+    doc: Document
+
+
+def content_text(content: content_pb2.Content) -> str:
+    """The non-thought text parts, each stripped, with newlines as spaces, joined by a space
+    (ADK's SqliteMemoryService search text before normalization)."""
+    texts = (
+        part.text.replace("\n", " ").strip()
+        for part in content.parts
+        if part.text and not part.thought
+    )
+    return " ".join(text for text in texts if text)
+
+
+def entry_from_event(event: event_pb2.Event) -> Entry | None:
+    """The entry for ``event`` (a recorded event, with its sequence), or None when it has no
+    searchable text."""
+    if not event.HasField("content"):
+        return None
+    doc = document(content_text(event.content))
+    if doc.empty:
+        return None
+    content = content_pb2.Content()
+    content.CopyFrom(event.content)
+    return Entry(
+        sequence=event.sequence,
+        event_id=event.id,
+        invocation_id=event.invocation_id,
+        author=event.author,
+        timestamp=event.timestamp,
+        content=content,
+        doc=doc,
+    )
+
+
+def live_entries(
+    events: Sequence[event_pb2.Event], skip: frozenset[tuple[int, str]] = frozenset()
+) -> tuple[list[int], list[Entry]]:
+    """The sequences of the remembered events of a whole log, and the entries of those not in
+    ``skip`` (``(sequence, event_id)`` pairs already remembered: events never change, so they
+    need no new entry)."""
+    sequences: list[int] = []
+    entries: list[Entry] = []
+    for index in live_indices(events):
+        event = events[index]
+        if (event.sequence, event.id) in skip:
+            sequences.append(event.sequence)
+            continue
+        entry = entry_from_event(event)
+        if entry is not None:
+            sequences.append(event.sequence)
+            entries.append(entry)
+    return sequences, entries
+
+
+def current_user_text(events: Sequence[event_pb2.Event]) -> str:
+    """The text of the latest live event authored by ``user`` that has non-thought text: the
+    current user message a preload searches with (ADK: the invocation's user content, non-thought
+    text parts joined by a space)."""
+    for index in reversed(live_indices(events)):
+        event = events[index]
+        if event.author != "user" or not event.HasField("content"):
+            continue
+        text = user_content_text(event.content)
+        if text:
+            return text
+    return ""
+
+
+def user_content_text(content: content_pb2.Content) -> str:
+    """ADK's preload query from a user content: non-thought text parts joined by a space."""
+    return " ".join(part.text for part in content.parts if part.text and not part.thought)

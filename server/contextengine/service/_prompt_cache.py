@@ -1,0 +1,266 @@
+"""BuildContext's prompt-cache fields: cacheable prefix, fingerprint and ADK's cache decision.
+
+Used only for apps with a ``context_cache_config``. :meth:`PromptCache.prepare` validates the
+request's system instruction, tools and tool config first (INVALID_MODEL_INPUT), before anything
+else happens; :meth:`PromptCache.fill` adds the fields to the response once the contents are
+built, and (managed apps, Gemini models) creates and deletes caches through google-genai.
+
+Kept per (session, agent, view options), all bounded and in memory: the canonical JSON of the
+view's contents (a view only ever grows by appending, so each content is canonicalized once),
+and the scan of the log for the agent's newest cache metadata and prompt token count (extended
+with what was appended). Per (session, agent): the request's fixed parts, which the cache-aware
+compaction policy uses to check whether a cache's prefix still matches.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from contextengine.cache.gemini_caches import CacheRequest, ManagedCaches
+from contextengine.cache.request import ModelRequestParts, read_model_request_parts
+from contextengine.core.cache import (
+    Action,
+    CacheScan,
+    CacheSettings,
+    Decision,
+    Fingerprints,
+    PromptPrefix,
+    cache_info,
+    cacheable_count,
+    decide,
+    scan_cache_events,
+    text_chars,
+)
+from contextengine.core.context import ContextOptions
+from contextengine.core.context.incremental import View
+from contextengine.core.validate import check_id
+from contextengine.service._app_configs import AppConfigs
+from contextengine.store import SessionKey
+from contextengine.v1 import (
+    config_pb2,
+    context_service_pb2 as pb,
+    event_pb2,
+)
+
+__all__ = ["Prepared", "PromptCache", "Seen", "decision_proto", "settings_of"]
+
+_ACTIONS = {
+    Action.FINGERPRINT_ONLY: pb.CACHE_ACTION_FINGERPRINT_ONLY,
+    Action.REUSE: pb.CACHE_ACTION_REUSE,
+    Action.CREATE: pb.CACHE_ACTION_CREATE,
+}
+_GEMINI = (pb.MODEL_PROVIDER_GEMINI, pb.MODEL_PROVIDER_UNSPECIFIED)
+
+
+def settings_of(config: config_pb2.ContextCacheConfig) -> CacheSettings:
+    """The config with ADK's defaults for unset fields."""
+    defaults = CacheSettings()
+    return CacheSettings(
+        cache_intervals=(
+            config.cache_intervals
+            if config.HasField("cache_intervals")
+            else defaults.cache_intervals
+        ),
+        ttl_seconds=config.ttl_seconds if config.HasField("ttl_seconds") else defaults.ttl_seconds,
+        min_tokens=config.min_tokens if config.HasField("min_tokens") else defaults.min_tokens,
+    )
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated request of an app with prompt caching."""
+
+    config: config_pb2.ContextCacheConfig
+    parts: ModelRequestParts
+
+
+@dataclass(frozen=True)
+class Seen:
+    """An agent's latest BuildContext request (what the cache-aware compaction checks)."""
+
+    prefix: PromptPrefix
+    invocation_id: str
+    options: ContextOptions
+
+
+@dataclass
+class _ViewMemo:
+    view: weakref.ref[View]
+    canonical: list[str]
+    generation: int
+    scan: CacheScan
+
+
+def decision_proto(decision: Decision, *, managed: bool, ttl_seconds: int) -> pb.CacheDecision:
+    message = pb.CacheDecision(
+        action=_ACTIONS[decision.action],
+        managed=managed,
+        not_created_reason="" if decision.degraded else decision.not_created_reason,
+        degraded_reason=decision.not_created_reason if decision.degraded else "",
+    )
+    message.cache_metadata.CopyFrom(decision.metadata.to_proto())
+    if decision.invalidated_cache_name:
+        message.invalidated_cache_name = decision.invalidated_cache_name
+    if decision.action is not Action.FINGERPRINT_ONLY:
+        message.send_from_index = decision.send_from_index
+        if decision.cache_name:
+            message.cache_name = decision.cache_name
+    if decision.action is Action.CREATE and not managed:
+        message.ttl_seconds = ttl_seconds
+    return message
+
+
+class PromptCache:
+    def __init__(
+        self,
+        configs: AppConfigs,
+        *,
+        clock: Callable[[], float] = time.time,
+        managed: ManagedCaches | None = None,
+        max_entries: int = 512,
+    ) -> None:
+        self._configs = configs
+        self._clock = clock
+        self._managed = managed
+        self._max = max_entries
+        self._views: OrderedDict[tuple[SessionKey, ContextOptions, bytes], _ViewMemo] = (
+            OrderedDict()
+        )
+        self._seen: OrderedDict[tuple[SessionKey, str], Seen] = OrderedDict()
+        #: the fixed parts of the agent's last call that used a cache (REUSE or CREATE)
+        self._in_use: OrderedDict[tuple[SessionKey, str], PromptPrefix] = OrderedDict()
+
+    def now(self) -> float:
+        return self._clock()
+
+    async def aclose(self) -> None:
+        if self._managed is not None:
+            await self._managed.aclose()
+
+    async def prepare(
+        self, request: pb.BuildContextRequest, options: ContextOptions
+    ) -> Prepared | None:
+        """None when the app has no prompt caching; raises INVALID_ARGUMENT for bad inputs."""
+        app = await self._configs.get(request.app_name)
+        if app is None or not app.HasField("context_cache_config"):
+            return None
+        check_id(request.invocation_id, "invocation_id", required=False)
+        parts = read_model_request_parts(
+            request.model.model,
+            request.system_instruction if request.HasField("system_instruction") else None,
+            request.tools,
+            request.tool_config if request.HasField("tool_config") else None,
+        )
+        key = SessionKey(request.app_name, request.user_id, request.session_id)
+        seen_key = (key, request.agent_name)
+        self._seen.pop(seen_key, None)
+        self._seen[seen_key] = Seen(parts.prefix, request.invocation_id, options)
+        while len(self._seen) > self._max:
+            self._seen.popitem(last=False)
+        return Prepared(app.context_cache_config, parts)
+
+    def seen(self, key: SessionKey, agent_name: str) -> Seen | None:
+        """The agent's latest BuildContext request in this session (None: none seen)."""
+        return self._seen.get((key, agent_name))
+
+    def cache_in_use(self, key: SessionKey, agent_name: str) -> PromptPrefix | None:
+        """The fixed parts of the agent's last call, if that call used a cache."""
+        return self._in_use.get((key, agent_name))
+
+    def _memo(
+        self,
+        key: SessionKey,
+        options: ContextOptions,
+        view: View,
+        events: Sequence[event_pb2.Event],
+        generation: int,
+    ) -> _ViewMemo:
+        user_content = (
+            b"" if options.user_content is None else options.user_content.SerializeToString()
+        )
+        memo_key = (key, replace(options, user_content=None), user_content)
+        memo = self._views.pop(memo_key, None)
+        if memo is None or memo.view() is not view:
+            memo = _ViewMemo(weakref.ref(view), [], generation, CacheScan())
+        if memo.generation != generation or memo.scan.scanned > len(events):
+            memo.generation = generation
+            memo.scan = CacheScan()
+        memo.scan = scan_cache_events(events, options.agent_name, memo.scan)
+        self._views[memo_key] = memo
+        while len(self._views) > self._max:
+            self._views.popitem(last=False)
+        return memo
+
+    async def fill(
+        self,
+        prepared: Prepared,
+        response: pb.BuildContextResponse,
+        key: SessionKey,
+        request: pb.BuildContextRequest,
+        options: ContextOptions,
+        view: View,
+        events: Sequence[event_pb2.Event],
+        generation: int,
+    ) -> None:
+        """Sets the prompt-cache fields of ``response`` for ``view`` (built from ``events``)."""
+        if len(events) > view.event_count:
+            events = events[: view.event_count]  # appended since the view was built
+        contents = view.contents
+        roles = [content.role for content in contents]
+        parts = prepared.parts
+        memo = self._memo(key, options, view, events, generation)
+        fingerprints = Fingerprints(parts.prefix, contents, memo.canonical)
+        prefix_count = cacheable_count(roles)
+        response.cacheable_contents_count = prefix_count
+        response.fingerprint = fingerprints.of(prefix_count)
+        info = cache_info(events, memo.scan, request.invocation_id)
+        settings = settings_of(prepared.config)
+        decision = decide(
+            info,
+            roles=roles,
+            fingerprint=fingerprints.of,
+            settings=settings,
+            now=self._clock(),
+            model=request.model.model,
+            fixed_chars=parts.fixed_chars,
+            content_chars=lambda: [text_chars(content) for content in contents],
+        )
+        managed = (
+            prepared.config.managed_gemini_caches
+            and self._managed is not None
+            and request.model.provider in _GEMINI
+            and not request.model.use_interactions_api
+        )
+        if managed and self._managed is not None:
+            owner = (key, options.agent_name)
+            based_on = (
+                info.metadata_sequence,
+                info.metadata.fingerprint if info.metadata is not None else "",
+            )
+            async with self._managed.lock(owner):
+                decision = await self._managed.apply(
+                    owner,
+                    based_on,
+                    decision,
+                    contents,
+                    CacheRequest(
+                        model=request.model.model,
+                        system_instruction=parts.system_instruction,
+                        tools=parts.tools,
+                        tool_config=parts.tool_config,
+                        ttl_seconds=settings.ttl_seconds,
+                    ),
+                )
+        response.cache_decision.CopyFrom(
+            decision_proto(decision, managed=managed, ttl_seconds=settings.ttl_seconds)
+        )
+        in_use_key = (key, options.agent_name)
+        self._in_use.pop(in_use_key, None)
+        if decision.action is not Action.FINGERPRINT_ONLY:
+            self._in_use[in_use_key] = parts.prefix
+            while len(self._in_use) > self._max:
+                self._in_use.popitem(last=False)
