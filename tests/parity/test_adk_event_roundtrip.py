@@ -38,6 +38,7 @@ pytestmark = [
 ENGINE_ONLY_FIELDS = frozenset(
     {
         ("contextengine.v1.Event", "sequence"),
+        ("contextengine.v1.Event", "pinned"),
         ("contextengine.v1.EventCompaction", "start_sequence"),
         ("contextengine.v1.EventCompaction", "end_sequence"),
     }
@@ -101,6 +102,7 @@ def assert_round_trips(original: Event, *, adk_self_roundtrip: bool = True) -> N
     engine = event_pb2.Event()
     engine.CopyFrom(decoded)
     engine.sequence = 42
+    engine.pinned = True
     if engine.actions.HasField("compaction"):
         engine.actions.compaction.start_sequence = 3
         engine.actions.compaction.end_sequence = 17

@@ -1,0 +1,1 @@
+"""Summarizers: Gemini through google-genai against a local fake, extractive, the factory."""
