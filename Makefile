@@ -7,8 +7,12 @@ TOOLS := $(CURDIR)/.tools/bin
 GRPCURL_VERSION := v1.9.3
 RUN_STAMP := $(VENV)/.stamp-run
 DEV_STAMP := $(VENV)/.stamp-dev
+TS_DIR := clients/typescript
+TS_STAMP := $(TS_DIR)/node_modules/.stamp-ci
+CONFORMANCE_REPORTS := $(CURDIR)/build/conformance
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean
+.PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients
 
 # --- set-up -----------------------------------------------------------------------------------
 
@@ -33,6 +37,14 @@ $(TOOLS)/grpcurl:
 
 tools: $(TOOLS)/grpcurl
 
+# The TypeScript client's dependencies, exactly as locked (cached in clients/typescript/node_modules,
+# which is gitignored; refreshed when package.json or the lock changes).
+$(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	cd $(TS_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+ts-deps: $(TS_STAMP)
+
 # --- the two commands -------------------------------------------------------------------------
 
 ## Start the sidecar on its defaults: ./contextengine.db, 127.0.0.1:50151.
@@ -40,7 +52,7 @@ run: $(RUN_STAMP)
 	$(BIN)/contextengine serve $(ARGS)
 
 ## Set up everything and run every check and test suite.
-test: $(DEV_STAMP) tools check-gen lint pytest
+test: $(DEV_STAMP) tools check-gen lint pytest test-clients
 
 # --- pieces -----------------------------------------------------------------------------------
 
@@ -52,20 +64,49 @@ check-gen: $(DEV_STAMP)
 
 lint: $(DEV_STAMP)
 	$(BIN)/buf lint
-	$(BIN)/ruff check server tests bench scripts
-	$(BIN)/ruff format --check server tests bench scripts
+	$(BIN)/ruff check server tests bench scripts clients/conformance
+	$(BIN)/ruff format --check server tests bench scripts clients/conformance
 	$(BIN)/mypy
+	$(BIN)/mypy clients/conformance/python_runner.py scripts/with_server.py
 
 fmt: $(DEV_STAMP)
-	$(BIN)/ruff check --fix server tests bench scripts
-	$(BIN)/ruff format server tests bench scripts
+	$(BIN)/ruff check --fix server tests bench scripts clients/conformance
+	$(BIN)/ruff format server tests bench scripts clients/conformance
 
 pytest: $(DEV_STAMP) tools
 	PATH="$(TOOLS):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
+
+# --- clients ----------------------------------------------------------------------------------
+
+## TypeScript code generated from proto/ into clients/typescript/src/gen (gitignored), every build.
+ts-gen: $(TS_STAMP)
+	cd $(TS_DIR) && npm run --silent gen
+
+## Biome (lint + format) and the strict type check of the TypeScript client.
+ts-check: ts-gen
+	cd $(TS_DIR) && node_modules/.bin/biome ci --error-on-warnings --colors=off .
+	cd $(TS_DIR) && node_modules/.bin/tsc -p tsconfig.json
+
+PY_CONFORMANCE = '$(CURDIR)/$(BIN)/python clients/conformance/python_runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python.jsonl clients/conformance/scenarios'
+TS_CONFORMANCE = 'cd $(TS_DIR) && node_modules/.bin/tsx conformance/runner.ts --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/typescript.jsonl ../conformance/scenarios'
+TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
+
+## The TypeScript client's own tests (a real server is started for them).
+test-ts: $(DEV_STAMP) ts-gen
+	$(BIN)/python scripts/with_server.py $(TS_UNIT)
+
+## Every client's conformance runner against one real server (reports in build/conformance/).
+conformance: $(DEV_STAMP) ts-gen
+	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE)
+
+## What `make test` runs for the clients: one server, every conformance runner, every client's
+## unit tests; any failure fails the build.
+test-clients: $(DEV_STAMP) ts-check
+	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT)
 
 ## Benchmarks (not part of `make test`): this engine against google-adk on the same machine.
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist

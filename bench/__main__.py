@@ -10,14 +10,30 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import RESULTS_DIR, DataCheckError, Options, Report, append, context, subscribe
+from bench import (
+    RESULTS_DIR,
+    DataCheckError,
+    Options,
+    Report,
+    append,
+    cache_sim,
+    clients,
+    compaction,
+    context,
+    memory,
+    subscribe,
+)
 
 Benchmark = Callable[[Options], Coroutine[Any, Any, Report]]
 
 BENCHMARKS: dict[str, Benchmark] = {
     "append": append.run,
+    "cache": cache_sim.run,
+    "clients": clients.run,
+    "compaction": compaction.run,
     "context": context.run,
     "subscribe": subscribe.run,
+    "memory": memory.run,
 }
 
 

@@ -92,3 +92,16 @@ async def test_subscriptions_example(backend: str, tmp_path: Path) -> None:
 
 async def test_context_example() -> None:
     await _run_python_block("Building the model context")
+
+
+async def test_compaction_example() -> None:
+    await _run_python_block("Compaction")
+
+
+async def test_prompt_caching_example() -> None:
+    await _run_python_block("Prompt caching")
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_memory_example(backend: str, tmp_path: Path) -> None:
+    await _run_python_block("Memory", ":memory:" if backend == "memory" else str(tmp_path / "m.db"))

@@ -1,0 +1,135 @@
+/**
+ * Typed errors: every failure of a {@link ContextEngineClient} call is a {@link ContextEngineError}
+ * carrying the gRPC status code and, when the server sent one, the `google.rpc.ErrorInfo` reason
+ * and metadata (see proto/contextengine/v1/errors.proto for the reasons and their metadata).
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+
+/** gRPC status code names, indexed by their numeric value. */
+export const STATUS_CODES = [
+  "OK",
+  "CANCELLED",
+  "UNKNOWN",
+  "INVALID_ARGUMENT",
+  "DEADLINE_EXCEEDED",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "PERMISSION_DENIED",
+  "RESOURCE_EXHAUSTED",
+  "FAILED_PRECONDITION",
+  "ABORTED",
+  "OUT_OF_RANGE",
+  "UNIMPLEMENTED",
+  "INTERNAL",
+  "UNAVAILABLE",
+  "DATA_LOSS",
+  "UNAUTHENTICATED",
+] as const;
+
+/** A gRPC status code name, e.g. `"NOT_FOUND"`. */
+export type StatusCode = (typeof STATUS_CODES)[number];
+
+/** The domain of every reason the engine sends. */
+export const ERROR_DOMAIN = "contextengine.v1";
+
+/** What a {@link ContextEngineError} is made of. */
+export interface ContextEngineErrorInit {
+  code: StatusCode;
+  /** Human-readable text from the server (or the client). */
+  message: string;
+  /** `ErrorInfo.reason`, e.g. `"SESSION_NOT_FOUND"`; `""` when the status had no ErrorInfo. */
+  reason?: string;
+  /** `ErrorInfo.domain` (`"contextengine.v1"` for the engine's errors). */
+  domain?: string;
+  /** `ErrorInfo.metadata`, e.g. `{ field: "session_id" }`. */
+  metadata?: Record<string, string>;
+  /** The RPC, e.g. `"SessionService/GetSession"`. */
+  method?: string;
+  /** True when the client raised the error itself (validation, connection, deadline). */
+  clientSide?: boolean;
+}
+
+/** The one error type thrown by the client. */
+export class ContextEngineError extends Error {
+  override readonly name = "ContextEngineError";
+  /** The gRPC status code name. */
+  readonly code: StatusCode;
+  /** The reason from `google.rpc.ErrorInfo` (`""` if none was sent). */
+  readonly reason: string;
+  /** The domain from `google.rpc.ErrorInfo` (`""` if none was sent). */
+  readonly domain: string;
+  /** The metadata from `google.rpc.ErrorInfo`. */
+  readonly metadata: Readonly<Record<string, string>>;
+  /** The RPC that failed (`""` if unknown). */
+  readonly method: string;
+  /** The status message as sent (without the prefix this error's `message` adds). */
+  readonly detail: string;
+  /** True when the client raised it without an answer from the server. */
+  readonly clientSide: boolean;
+
+  constructor(init: ContextEngineErrorInit, options?: { cause?: unknown }) {
+    const reason = init.reason ?? "";
+    const method = init.method ?? "";
+    const head = reason ? `${init.code} ${reason}` : init.code;
+    super(`${method ? `${method}: ` : ""}${head}: ${init.message}`, options);
+    this.code = init.code;
+    this.reason = reason;
+    this.domain = init.domain ?? "";
+    this.metadata = Object.freeze({ ...(init.metadata ?? {}) });
+    this.method = method;
+    this.detail = init.message;
+    this.clientSide = init.clientSide ?? false;
+  }
+
+  /** The numeric gRPC status code. */
+  get grpcCode(): number {
+    return STATUS_CODES.indexOf(this.code);
+  }
+}
+
+/** The status code name of a numeric gRPC code (`"UNKNOWN"` for values out of range). */
+export function statusCodeName(code: number): StatusCode {
+  return STATUS_CODES[code] ?? "UNKNOWN";
+}
+
+/** Turns whatever a Connect call threw into a {@link ContextEngineError}. */
+export function toContextEngineError(err: unknown, method = ""): ContextEngineError {
+  if (err instanceof ContextEngineError) {
+    return err;
+  }
+  const connectError = ConnectError.from(err);
+  const infos = connectError.findDetails(ErrorInfoSchema);
+  const info = infos.find((i) => i.domain === ERROR_DOMAIN) ?? infos[0];
+  // A status that never reached the server: connection refused, reset, deadline, abort.
+  const clientSide = info === undefined && isClientSideCode(connectError.code);
+  return new ContextEngineError(
+    {
+      code: statusCodeName(connectError.code),
+      message: connectError.rawMessage,
+      reason: info?.reason ?? "",
+      domain: info?.domain ?? "",
+      metadata: info ? { ...info.metadata } : {},
+      method,
+      clientSide,
+    },
+    { cause: err },
+  );
+}
+
+function isClientSideCode(code: Code): boolean {
+  return code === Code.Unavailable || code === Code.DeadlineExceeded || code === Code.Canceled;
+}
+
+/** An INVALID_ARGUMENT / MISSING_FIELD error raised before sending, worded like the server's. */
+export function missingField(method: string, field: string, message?: string): ContextEngineError {
+  return new ContextEngineError({
+    code: "INVALID_ARGUMENT",
+    reason: "MISSING_FIELD",
+    domain: ERROR_DOMAIN,
+    metadata: { field },
+    message: message ?? `${field} is required`,
+    method,
+    clientSide: true,
+  });
+}

@@ -1,0 +1,48 @@
+/** The contextengine TypeScript client. See README.md ("TypeScript") for a tour. */
+export {
+  type BuildContextInit,
+  type BuildContextOptions,
+  baseUrlOf,
+  type CallOptions,
+  ContextEngineClient,
+  type ContextEngineClientOptions,
+  eventsOf,
+  frameCursor,
+  type Init,
+  type StreamOptions,
+} from "./client.js";
+export {
+  ContextEngineError,
+  type ContextEngineErrorInit,
+  ERROR_DOMAIN,
+  STATUS_CODES,
+  type StatusCode,
+  statusCodeName,
+  toContextEngineError,
+} from "./errors.js";
+export {
+  CanonicalizationError,
+  type ContentInit,
+  canonicalize,
+  canonicalNumber,
+  compareUtf16,
+  contentJson,
+  FINGERPRINT_VERSION,
+  type FingerprintInput,
+  fingerprint,
+  fingerprintDocument,
+  normalizeTools,
+} from "./fingerprint.js";
+export * from "./gen/contextengine/v1/compaction_service_pb.js";
+export * from "./gen/contextengine/v1/config_pb.js";
+export * from "./gen/contextengine/v1/content_pb.js";
+export * from "./gen/contextengine/v1/context_service_pb.js";
+export * from "./gen/contextengine/v1/errors_pb.js";
+export * from "./gen/contextengine/v1/event_pb.js";
+export * from "./gen/contextengine/v1/memory_pb.js";
+export * from "./gen/contextengine/v1/memory_service_pb.js";
+export * from "./gen/contextengine/v1/session_pb.js";
+export * from "./gen/contextengine/v1/session_service_pb.js";
+export * from "./gen/contextengine/v1/subscription_service_pb.js";
+export { type ErrorInfo, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+export { isResumable } from "./resume.js";

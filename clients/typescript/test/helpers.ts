@@ -1,0 +1,149 @@
+/**
+ * Test helpers: the sidecar to test against (CONTEXTENGINE_TARGET, as `make test` sets it, or a
+ * `contextengine serve` started here from the repository's .venv), unique names, a TCP proxy
+ * that can cut connections, and a server that accepts connections but never answers.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+export const REPO_ROOT = resolve(PACKAGE_DIR, "..", "..");
+
+let started: { target: string; child: ChildProcess; dir: string } | undefined;
+
+/** host:port of a running sidecar: $CONTEXTENGINE_TARGET, or one started for this test file. */
+export async function serverTarget(): Promise<string> {
+  const fromEnv = process.env.CONTEXTENGINE_TARGET;
+  if (fromEnv) {
+    return fromEnv;
+  }
+  if (started === undefined) {
+    started = await startServer();
+  }
+  return started.target;
+}
+
+/** Stops the server this file started (if any). */
+export function stopServer(): void {
+  if (started !== undefined) {
+    started.child.kill("SIGTERM");
+    rmSync(started.dir, { recursive: true, force: true });
+    started = undefined;
+  }
+}
+
+async function startServer(): Promise<{ target: string; child: ChildProcess; dir: string }> {
+  const python = join(REPO_ROOT, ".venv", "bin", "python");
+  if (!existsSync(python)) {
+    throw new Error(`set CONTEXTENGINE_TARGET or create ${python} (make install)`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), "ce-ts-test-"));
+  const portFile = join(dir, "port");
+  const child = spawn(
+    python,
+    ["-m", "contextengine", "serve", "--db", ":memory:", "--listen", "127.0.0.1:0"].concat([
+      "--port-file",
+      portFile,
+      "--log-level",
+      "WARNING",
+    ]),
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`the server exited with ${child.exitCode}`);
+    }
+    const port = existsSync(portFile) ? readFileSync(portFile, "utf8").trim() : "";
+    if (/^\d+$/.test(port)) {
+      return { target: `127.0.0.1:${port}`, child, dir };
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill("SIGKILL");
+  throw new Error("the server did not start within 30 s");
+}
+
+/** A unique app name, so tests never see each other's sessions. */
+export function uniqueApp(prefix = "ts-test"): string {
+  return `${prefix}-${randomBytes(4).toString("hex")}`;
+}
+
+/** A free loopback port nothing listens on (it was bound, then released). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+/** A TCP server that accepts connections and never says anything (a hung sidecar). */
+export async function blackHole(): Promise<{ target: string; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("error", () => undefined);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as { port: number };
+  return {
+    target: `127.0.0.1:${port}`,
+    close: () => closeServer(server, sockets),
+  };
+}
+
+/** A TCP proxy to `target` whose connections can be cut (a network failure, a restart). */
+export interface Proxy {
+  target: string;
+  /** Destroys every open connection (both sides). */
+  cut(): void;
+  /** Number of connections accepted so far. */
+  connections(): number;
+  close(): Promise<void>;
+}
+
+export async function tcpProxy(upstream: string): Promise<Proxy> {
+  const [host, portText] = upstream.split(":");
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  const server = createServer((client) => {
+    accepted += 1;
+    const remote = tcpConnect(Number(portText), host ?? "127.0.0.1");
+    for (const socket of [client, remote]) {
+      sockets.add(socket);
+      socket.on("error", () => undefined);
+      socket.on("close", () => {
+        sockets.delete(socket);
+        client.destroy();
+        remote.destroy();
+      });
+    }
+    client.pipe(remote);
+    remote.pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as { port: number };
+  return {
+    target: `127.0.0.1:${port}`,
+    cut: () => {
+      for (const socket of sockets) {
+        socket.destroy();
+      }
+    },
+    connections: () => accepted,
+    close: () => closeServer(server, sockets),
+  };
+}
+
+function closeServer(server: Server, sockets: Set<Socket>): Promise<void> {
+  for (const socket of sockets) {
+    socket.destroy();
+  }
+  return new Promise((r) => server.close(() => r()));
+}
