@@ -51,6 +51,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--port-file", type=Path, help="write the bound port to this file")
     run.add_argument(
+        "--gemini-base-url",
+        default=None,
+        help=(
+            "Gemini endpoint for Gemini summarizers and managed caches (default: google-genai's, "
+            "or GOOGLE_GEMINI_BASE_URL); the key comes from GEMINI_API_KEY / GOOGLE_API_KEY"
+        ),
+    )
+    run.add_argument(
+        "--memory-fts",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="memory search: SQLite FTS5 when available (auto), required (on), or LIKE (off)",
+    )
+    run.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -87,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         durability=args.durability,
         max_request_bytes=args.max_request_bytes,
         grace_seconds=args.grace_seconds,
+        gemini_base_url=args.gemini_base_url,
+        memory_fts=args.memory_fts,
     )
     asyncio.run(serve(settings, port_file=args.port_file))
     return 0
