@@ -55,7 +55,6 @@ CLIENT_SUMMARIZER = "client_summarizer"
 SUMMARIZER_FAILED = "summarizer_failed"
 SUMMARIZER_RETURNED_NOTHING = "summarizer_returned_nothing"
 PLAN_STALE = "plan_stale"
-BACKOFF = "backoff"
 NOT_CONFIGURED = "not_configured"
 
 

@@ -190,7 +190,8 @@ class CompactResponse(_message.Message):
     skipped_reason: _builtins.str
     """Why nothing was compacted (empty when `summary` is set): "below_threshold",
     "not_enough_invocations", "nothing_to_compact", "not_worth_compacting", "summarizer_failed",
-    "summarizer_returned_nothing", "client_summarizer", "plan_stale", "backoff".
+    "summarizer_returned_nothing", "client_summarizer", "plan_stale", "deferred" (cache-aware
+    compaction keeps a warm prompt cache; see docs/design/prompt-cache.md).
     """
     @_builtins.property
     def summary(self) -> _event_pb2.Event:
