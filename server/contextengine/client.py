@@ -51,6 +51,10 @@ __all__ = ["ContextEngineClient", "RpcError"]
 #: the server's heartbeat interval when a request leaves it to the server
 _SERVER_HEARTBEAT_SECONDS = 15.0
 
+#: ``subscribe_events`` by default: the most events the server may send in one message (the
+#: client then yields them one ``event`` frame each)
+_SUBSCRIBE_WIRE_BATCH = 256
+
 T = TypeVar("T")
 
 _RETRYABLE_WRITE = frozenset({grpc.StatusCode.UNAVAILABLE})
@@ -580,11 +584,17 @@ class ContextEngineClient:
         from the last cursor received: no event is missed or repeated, and a new ``caught_up``
         frame follows the replay. After ``max_failures`` failures in a row the error is raised.
 
-        ``max_events_per_frame`` above 1 lets the server send several ready events in one
-        ``events`` frame (``frame.events.events``, in order; up to that many): far fewer messages
-        when events come fast or many are replayed. The frames are yielded as the server sends
-        them, batches included (not split into single events); a resubscription resumes after
-        the last event of the last batch received.
+        By default (``max_events_per_frame`` 0) every event is yielded as its own ``event``
+        frame, but on the wire the client asks for batches of up to 256 events per message and
+        splits them: far fewer messages when events come fast or many are replayed, and a busy
+        server may then space this subscriber's live messages out (at most 50 ms apart) so that
+        each carries more events. A resubscription resumes after the last event yielded.
+
+        ``max_events_per_frame`` 1: one event per message, sent as soon as it is recorded, never
+        paced (costly for the server when events come fast). Above 1: the frames are yielded as
+        the server sends them, ``events`` frames (``frame.events.events``, in order; up to that
+        many) included, not split; a resubscription resumes after the last event of the last
+        batch received.
         """
         scope = (
             spb.SUBSCRIPTION_SCOPE_SESSION
@@ -596,6 +606,9 @@ class ContextEngineClient:
         if scope == spb.SUBSCRIPTION_SCOPE_SESSION and not (cursor == "" or cursor.isdigit()):
             raise ValueError(f"a session cursor is a sequence number, not {cursor!r}")
         last = cursor
+        split = max_events_per_frame == 0
+        per_frame = _SUBSCRIBE_WIRE_BATCH if split else max_events_per_frame
+        response = spb.SubscribeEventsResponse
 
         def open_call() -> grpc.aio.UnaryStreamCall[
             spb.SubscribeEventsRequest, spb.SubscribeEventsResponse
@@ -609,7 +622,7 @@ class ContextEngineClient:
                 branches=branches,
                 kinds=kinds,
                 heartbeat_seconds=heartbeat_seconds,
-                max_events_per_frame=max_events_per_frame,
+                max_events_per_frame=per_frame,
             )
             if scope == spb.SUBSCRIPTION_SCOPE_SESSION:
                 request.after_sequence = int(last or 0)
@@ -620,6 +633,15 @@ class ContextEngineClient:
         policy = self._follow_policy(max_failures, idle_seconds, heartbeat_seconds)
         async with contextlib.aclosing(follow(open_call, policy)) as frames:
             async for frame in frames:
+                if split and frame.WhichOneof("frame") == "events":
+                    batch = frame.events.events
+                    # Resuming happens only once the whole batch was yielded (or never).
+                    last = batch[-1].cursor if batch else last
+                    for subscribed in batch:
+                        single = response()
+                        single.event.CopyFrom(subscribed)
+                        yield single
+                    continue
                 last = _frame_cursor(frame) or last
                 yield frame
 

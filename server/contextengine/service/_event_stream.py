@@ -13,9 +13,12 @@ live, an overflow ends the stream with SUBSCRIBER_LAGGED and the last cursor sen
 
 Batching (``max_events_per_frame`` N > 1): the events that are ready together go in one
 ``events`` frame, up to N: a replay page, or live, everything the subscription has buffered when
-the stream is ready to send (what was committed while the previous frame was being sent). The
-stream never waits for more events to fill a frame. The cursor moves past a batch's events only
-once the batch is handed over, as it does per event frame.
+it takes its turn. Such subscriptions are *paced* (``subscriptions.pacing``): while the event loop
+has room a turn comes at once, so a lone event is sent as soon as it is recorded; when the loop is
+busy the turns are spaced out (at most 50 ms apart) and the commits recorded meanwhile go out
+together. A commit's event frames are encoded once, end to end, for every stream with the same
+scope and filters (``commit_run``), so a live frame is mostly a join of shared bytes. The cursor
+moves past a batch's events only once the batch is handed over, as it does per event frame.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from contextengine.errors import ContextEngineError, session_not_found
 from contextengine.service._subscription_frames import (
     EventFrames,
     caught_up,
+    commit_run,
     encode_batch,
     heartbeat,
 )
@@ -140,7 +144,8 @@ class EventStream:
         """The live phase with ``events`` frames of up to ``per_frame`` events; never returns."""
         wait = self._spec.heartbeat_seconds
         by_sequence = self._spec.by_sequence
-        event_frame = self._frames.event
+        frames = self._frames
+        event_frame = frames.event
         while True:
             try:
                 batch = await subscription.next(wait)
@@ -149,32 +154,44 @@ class EventStream:
             if batch is None:
                 yield self._heartbeat(subscription)
                 continue
-            pending: list[bytes] = []
-            cursors: list[int] = []
+            #: encoded event frames (or runs of them: a whole commit's), ``count`` events
+            parts: list[bytes] = []
+            count = 0
+            #: the cursor of the last event in ``parts`` (else the last one sent)
             cursor = self.cursor
             deleted: SessionDeleted | None = None
             # Everything already buffered, up to a frame's worth (a commit is never split
             # between two takes, but may be between two frames).
             while batch is not None:
-                for change in batch:
-                    if type(change) is not LoggedEvent:
-                        if isinstance(change, SessionDeleted):
-                            deleted = change
-                            break
-                        continue
-                    at = change.event.sequence if by_sequence else change.position
-                    if at <= cursor:
-                        continue
-                    cursor = at
-                    pending.append(event_frame(change, by_sequence))
-                    cursors.append(at)
-                if deleted is not None or len(pending) >= per_frame:
+                run = commit_run(batch, by_sequence, frames)
+                if run is not None and run.first > cursor and count + run.size <= per_frame:
+                    # The usual case: the commit's frames, encoded once for all subscribers.
+                    parts.append(run.frames)
+                    count += run.size
+                    cursor = run.last
+                else:
+                    for change in batch:
+                        if type(change) is not LoggedEvent:
+                            if isinstance(change, SessionDeleted):
+                                deleted = change
+                                break
+                            continue
+                        at = change.event.sequence if by_sequence else change.position
+                        if at <= cursor:
+                            continue
+                        if count == per_frame:
+                            yield encode_batch(parts)
+                            self.cursor = cursor
+                            parts = []
+                            count = 0
+                        parts.append(event_frame(change, by_sequence))
+                        count += 1
+                        cursor = at
+                if deleted is not None or count >= per_frame:
                     break
                 batch = subscription.poll()
-            for start in range(0, len(pending), per_frame):
-                end = min(start + per_frame, len(pending))
-                yield encode_batch(pending[start:end])
-                self.cursor = cursors[end - 1]
+            if parts:
+                yield encode_batch(parts)
             self.cursor = cursor
             if deleted is not None:
                 key = deleted.key
@@ -202,7 +219,12 @@ class EventStream:
                 return isinstance(change, LoggedEvent) and matcher.matches(change.event)
 
         self._subscription = self._broadcaster.subscribe(
-            self._spec.route, accept, self._settings.buffer
+            self._spec.route,
+            accept,
+            self._settings.buffer,
+            # Streams with the same scope and filters accept the same changes: one group.
+            group=("events", self._spec.by_sequence, matcher),
+            paced=self._spec.max_events_per_frame > 1,
         )
         return self._subscription
 

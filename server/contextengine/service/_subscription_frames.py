@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from typing import NamedTuple
 
-from contextengine.store import LoggedEvent
+from contextengine.store import Change, LoggedEvent
+from contextengine.subscriptions.broadcaster import Batch
 from contextengine.v1 import subscription_service_pb2 as pb
 
 
@@ -36,6 +38,40 @@ class EventFrames:
             if len(self._frames) > self._capacity:
                 self._frames.popitem(last=False)
         return frame
+
+
+class CommitRun(NamedTuple):
+    """The events of one commit as consecutive ``event`` frames, encoded end to end."""
+
+    frames: bytes
+    #: the cursors of its first and last events
+    first: int
+    last: int
+    #: how many events
+    size: int
+
+
+def commit_run(batch: list[Change], by_sequence: bool, frames: EventFrames) -> CommitRun | None:
+    """The encoded frames of a commit's changes, if they are all events (else None). Computed
+    once per ``Batch``, which every subscriber of a group shares, and kept on it."""
+    if type(batch) is not Batch:
+        return None
+    memo = batch.memo
+    if memo is not None and memo[0] is by_sequence:
+        run: CommitRun | None = memo[1]
+        return run
+    run = None
+    if all(type(change) is LoggedEvent for change in batch):
+        events: list[LoggedEvent] = batch  # type: ignore[assignment]
+        first, last = events[0], events[-1]
+        run = CommitRun(
+            b"".join([frames.event(logged, by_sequence) for logged in events]),
+            first.event.sequence if by_sequence else first.position,
+            last.event.sequence if by_sequence else last.position,
+            len(events),
+        )
+    batch.memo = (by_sequence, run)
+    return run
 
 
 #: the tag of ``SubscribeEventsResponse.events`` (field 4, length-delimited)

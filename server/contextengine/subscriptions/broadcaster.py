@@ -10,6 +10,16 @@ size, so one large atomic append never ends a subscriber that is keeping up.
 
 Subscribers are found by route: the session, the user (app and user id) or the app of a change.
 Each subscription has one route and a predicate that picks the changes it wants among those.
+Subscriptions of a route that declare the same ``group`` (the same predicate, e.g. the same
+filters) share the work: the predicate runs once per change for the whole group, and every member
+gets the very same ``Batch`` of a commit, on which readers cache what they derive from it (the
+event stream keeps the commit's encoded frames there), so a commit costs each further subscriber
+little more than a reference in its buffer.
+
+*Paced* subscriptions (readers that send whatever is buffered in one frame) take their buffer
+only on a turn handed out by the broadcaster's ``LivePacer``: under load they send fewer, fuller
+frames instead of one frame per commit (see ``pacing``). Ending a subscription never waits for a
+turn.
 """
 
 from __future__ import annotations
@@ -18,10 +28,12 @@ import asyncio
 import enum
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
 
 from contextengine.errors import ContextEngineError
 from contextengine.store import Change, EventStore, LoggedEvent, SessionKey
+from contextengine.subscriptions.pacing import LivePacer
 
 #: ("session", app, user, session) | ("user", app, user) | ("app", app)
 Route = tuple[str, ...]
@@ -64,20 +76,62 @@ class SubscriptionEndedError(Exception):
         self.reason = reason
 
 
+class Batch(list[Change]):
+    """The changes of one commit that a group of subscriptions accepted, in commit order; shared
+    by every member of the group, so never modified. ``memo`` is for readers to cache what they
+    derive from it (None until one does)."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, changes: Iterable[Change] = ()) -> None:
+        super().__init__(changes)
+        self.memo: Any = None
+
+
+class _Group:
+    """Subscriptions of one route with the same predicate."""
+
+    __slots__ = ("accept", "members")
+
+    def __init__(self, accept: Accept) -> None:
+        self.accept = accept
+        self.members: dict[Subscription, None] = {}
+
+
+class _Route:
+    __slots__ = ("groups", "last_seen")
+
+    def __init__(self) -> None:
+        self.groups: dict[Hashable, _Group] = {}
+        #: the latest event routed here
+        self.last_seen: LoggedEvent | None = None
+
+
 class Subscription:
     """One subscriber's buffer of committed changes, in commit order. Created by
     ``Broadcaster.subscribe``; ``close`` it when done (idempotent)."""
 
     def __init__(
-        self, broadcaster: Broadcaster, route: Route, accept: Accept, capacity: int
+        self,
+        broadcaster: Broadcaster,
+        route: Route,
+        accept: Accept,
+        capacity: int,
+        paced: bool,
+        record: _Route,
+        group_key: Hashable,
+        group: _Group,
     ) -> None:
         self.route = route
         self.accept = accept
         self.capacity = capacity
-        #: the latest event routed here, whether accepted or not
-        self.last_seen: LoggedEvent | None = None
+        #: takes its buffer only on a turn of the broadcaster's pacer
+        self.paced = paced
         self.ended: EndReason | None = None
         self._broadcaster = broadcaster
+        self._record = record
+        self._group_key = group_key
+        self._group = group
         self._batches: deque[list[Change]] = deque()
         self._buffered = 0
         self._waiter: asyncio.Future[None] | None = None
@@ -85,11 +139,21 @@ class Subscription:
         self._idle_at: float | None = None
         #: wakes the reader at ``_idle_at``; re-armed lazily, not per change (that is the hot path)
         self._timer: asyncio.TimerHandle | None = None
+        #: paced: a turn was handed out and not used yet
+        self._turn = False
+        #: paced: queued for a turn
+        self._queued = False
 
     @property
     def buffered(self) -> int:
         """Changes waiting in the buffer."""
         return self._buffered
+
+    @property
+    def last_seen(self) -> LoggedEvent | None:
+        """The latest event routed to this subscription's route, whether accepted or not (it
+        may predate the subscription: readers only compare it with what they have sent)."""
+        return self._record.last_seen
 
     def offer(self, batch: list[Change]) -> None:
         """Adds one commit's accepted changes; never blocks. Ends the subscription as lagged when
@@ -101,7 +165,13 @@ class Subscription:
             return
         self._batches.append(batch)
         self._buffered += len(batch)
-        self._wake()
+        waiter = self._waiter
+        if (
+            waiter is not None
+            and not waiter.done()
+            and (not self.paced or self._turn or (not self._queued and self._ask()))
+        ):
+            waiter.set_result(None)
 
     def end(self, reason: EndReason) -> None:
         """Ends the subscription: drops the buffer, unregisters, wakes the reader."""
@@ -114,7 +184,8 @@ class Subscription:
     async def next(self, idle_seconds: float) -> list[Change] | None:
         """The next commit's changes, or None once ``next`` has returned nothing for
         ``idle_seconds`` (time for a heartbeat). Raises ``SubscriptionEndedError`` once the
-        subscription has ended."""
+        subscription has ended. A paced subscription waits for its turn when changes are
+        buffered (no heartbeat is due then)."""
         loop = asyncio.get_running_loop()
         if self._idle_at is None:
             self._idle_at = loop.time() + idle_seconds
@@ -122,18 +193,21 @@ class Subscription:
             if self.ended is not None:
                 raise SubscriptionEndedError(self.ended)
             if self._batches:
-                batch = self._batches.popleft()
-                self._buffered -= len(batch)
-                self._idle_at = loop.time() + idle_seconds
-                return batch
-            now = loop.time()
-            if now + _TIMER_SLACK >= self._idle_at:
-                self._idle_at = now + idle_seconds
-                return None
+                if not self.paced or self._turn or (not self._queued and self._ask()):
+                    self._turn = False
+                    batch = self._batches.popleft()
+                    self._buffered -= len(batch)
+                    self._idle_at = loop.time() + idle_seconds
+                    return batch
+            else:
+                now = loop.time()
+                if now + _TIMER_SLACK >= self._idle_at:
+                    self._idle_at = now + idle_seconds
+                    return None
+                if self._timer is None:
+                    self._timer = loop.call_at(self._idle_at, self._on_timer)
             waiter: asyncio.Future[None] = loop.create_future()
             self._waiter = waiter
-            if self._timer is None:
-                self._timer = loop.call_at(self._idle_at, self._on_timer)
             try:
                 await waiter
             finally:
@@ -141,7 +215,8 @@ class Subscription:
 
     def poll(self) -> list[Change] | None:
         """The next commit's changes if they are already buffered, else None; never waits (and
-        returns None once ended: ``next`` then raises)."""
+        returns None once ended: ``next`` then raises). For a paced subscription: part of the
+        turn of the ``next`` that just returned."""
         if self.ended is not None or not self._batches:
             return None
         batch = self._batches.popleft()
@@ -152,9 +227,28 @@ class Subscription:
         """Unregisters (the reader is done). Idempotent."""
         self._release()
 
+    def _ask(self) -> bool:
+        """A turn now (True, and ``_turn`` is set), or queued for one (False)."""
+        pacer = self._broadcaster.pacer
+        if pacer.try_turn(asyncio.get_running_loop().time()):
+            self._turn = True
+            return True
+        self._queued = True
+        pacer.wait_turn(self)
+        return False
+
+    def _take_turn(self) -> bool:
+        if not self._queued:
+            return False  # ended or closed meanwhile
+        self._queued = False
+        self._turn = True
+        self._wake()
+        return True
+
     def _release(self) -> None:
         self._batches.clear()
         self._buffered = 0
+        self._queued = False
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -183,14 +277,16 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 class Broadcaster:
     """Routes every commit of ``store`` to the subscriptions that want it."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, pacer: LivePacer | None = None) -> None:
         self._store = store
-        self._routes: dict[Route, dict[Subscription, None]] = {}
+        self._routes: dict[Route, _Route] = {}
         self._count = 0
         self._closed = False
         self._idle = asyncio.Event()
         self._idle.set()
         self._unlisten: Callable[[], None] | None = None
+        #: hands out the turns of paced subscriptions
+        self.pacer = pacer if pacer is not None else LivePacer()
 
     @property
     def active(self) -> int:
@@ -201,16 +297,36 @@ class Broadcaster:
         if self._unlisten is None:
             self._unlisten = self._store.add_commit_listener(self._on_commit)
 
-    def subscribe(self, route: Route, accept: Accept, capacity: int) -> Subscription:
+    def subscribe(
+        self,
+        route: Route,
+        accept: Accept,
+        capacity: int,
+        *,
+        group: Hashable | None = None,
+        paced: bool = False,
+    ) -> Subscription:
         """Registers a subscription: from now on every committed change on ``route`` for which
-        ``accept`` is true is buffered for it. Raises SHUTTING_DOWN once ``shutdown`` began."""
+        ``accept`` is true is buffered for it. Subscriptions of a route with the same ``group``
+        (not None) must accept the same changes: the predicate of the first one serves them all.
+        ``paced``: the reader takes the buffer only on a turn of ``pacer`` (see ``next``).
+        Raises SHUTTING_DOWN once ``shutdown`` began."""
         if self._closed:
             raise ContextEngineError("SHUTTING_DOWN", "the server is shutting down")
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
-        subscription = Subscription(self, route, accept, capacity)
-        self._routes.setdefault(route, {})[subscription] = None
+        record = self._routes.get(route)
+        if record is None:
+            record = self._routes[route] = _Route()
+        key: Hashable = group if group is not None else object()
+        members = record.groups.get(key)
+        if members is None:
+            members = record.groups[key] = _Group(accept)
+        subscription = Subscription(self, route, accept, capacity, paced, record, key, members)
+        members.members[subscription] = None
         self._count += 1
+        if paced:
+            self.pacer.members += 1
         self._idle.clear()
         return subscription
 
@@ -218,9 +334,13 @@ class Broadcaster:
         """Refuses new subscriptions, ends every open one (their readers end their streams with
         UNAVAILABLE) and waits up to ``grace_seconds`` for the readers to let go."""
         self._closed = True
-        for subscriptions in list(self._routes.values()):
-            for subscription in list(subscriptions):
-                subscription.end(EndReason.SHUTDOWN)
+        for subscription in [
+            member
+            for record in list(self._routes.values())
+            for group in list(record.groups.values())
+            for member in group.members
+        ]:
+            subscription.end(EndReason.SHUTDOWN)
         if self._unlisten is not None:
             self._unlisten()
             self._unlisten = None
@@ -231,41 +351,53 @@ class Broadcaster:
             pass
 
     def _remove(self, subscription: Subscription) -> None:
-        subscriptions = self._routes.get(subscription.route)
-        if subscriptions is None or subscription not in subscriptions:
+        group = subscription._group
+        if subscription not in group.members:
             return
-        del subscriptions[subscription]
+        del group.members[subscription]
         self._count -= 1
-        if not subscriptions:
-            del self._routes[subscription.route]
+        if subscription.paced:
+            self.pacer.members -= 1
+        if not group.members:
+            record = subscription._record
+            if record.groups.get(subscription._group_key) is group:
+                del record.groups[subscription._group_key]
+            if not record.groups and self._routes.get(subscription.route) is record:
+                del self._routes[subscription.route]
         if self._count == 0:
             self._idle.set()
 
     def _on_commit(self, changes: Sequence[Change]) -> None:
-        if not self._routes:
+        routes = self._routes
+        if not routes:
             return
-        accepted: dict[Subscription, list[Change]] = {}
-        failed: list[Subscription] = []
+        accepted: dict[_Group, Batch] = {}
+        failed: list[_Group] = []
         for change in changes:
-            seen = change if isinstance(change, LoggedEvent) else None
+            logged = isinstance(change, LoggedEvent)
             for route in _routes_of(change.key):
-                subscriptions = self._routes.get(route)
-                if not subscriptions:
+                record = routes.get(route)
+                if record is None:
                     continue
-                for subscription in subscriptions:
-                    if seen is not None:
-                        subscription.last_seen = seen
+                if logged:
+                    record.last_seen = change  # type: ignore[assignment]
+                for group in record.groups.values():
                     try:
-                        wanted = subscription.accept(change)
+                        wanted = group.accept(change)
                     except Exception:
                         # Never skip silently: the subscriber goes back to the store, where the
                         # same change will fail its stream with an error it can see.
                         _LOG.exception("a subscription's filter failed")
-                        failed.append(subscription)
+                        failed.append(group)
                         continue
                     if wanted:
-                        accepted.setdefault(subscription, []).append(change)
-        for subscription in failed:
-            subscription.end(EndReason.LAGGED)
-        for subscription, batch in accepted.items():
-            subscription.offer(batch)
+                        batch = accepted.get(group)
+                        if batch is None:
+                            batch = accepted[group] = Batch()
+                        batch.append(change)
+        for group in failed:
+            for subscription in list(group.members):
+                subscription.end(EndReason.LAGGED)
+        for group, batch in accepted.items():
+            for subscription in list(group.members):
+                subscription.offer(batch)

@@ -145,11 +145,14 @@ class SubscribeEventsRequest(_message.Message):
     heartbeat_seconds: _builtins.int
     """Seconds between heartbeat frames while nothing else is sent; 0 = the server default (15)."""
     max_events_per_frame: _builtins.int
-    """The most events one frame may carry. 0 or 1: every event is its own `event` frame (the
-    default). N > 1: when several events are ready to be sent (in the replay, or live when events
-    were recorded faster than they could be sent), up to N of them go in one `events` frame; an
-    event that is alone is still sent at once, as an `events` frame of one: the server never
-    waits to fill a batch. Negative or above 1000: INVALID_ARGUMENT.
+    """The most events one frame may carry. 0 or 1: every event is its own `event` frame, sent as
+    soon as it is recorded (the default of the protocol; the Python client asks for 256 and
+    splits the frames). N > 1: the events ready to be sent together (a page of the replay, or
+    live what was recorded since the previous frame) go in `events` frames of up to N. Live, an
+    event is sent at once while the server has room, as a frame of one if it is alone; when it
+    is busy (many subscribers, events coming fast) it spaces the frames of such subscribers out,
+    up to 50 ms apart, so that each frame carries more events. Negative or above 1000:
+    INVALID_ARGUMENT.
     """
     @_builtins.property
     def authors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
