@@ -25,6 +25,11 @@ Rows are labelled with the rate and the mode (``default`` or ``per message``):
   subscribers before it answers the writer).
 * ``delivery, send -> receipt``: the same from the moment the writer sent the append.
 
+On delivery rows, "bench CPU" is the subscriber process's CPU per delivery. Then the same
+machine's floor, with no engine at all (``grpc_floor``): a bare gRPC server streaming to a bare
+client, one message per subscriber every 15 ms (what a p99 under 20 ms needs) and every 50 ms,
+and notes that add the cores the writer alone used to it: the budget of the issue's targets.
+
 Data checks: every subscriber received every event exactly once and in order, and the writer's
 events got the sequences 1..n.
 """
@@ -47,7 +52,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from bench import DataCheckError, Measurement, Options, Report, Target
+from bench import DataCheckError, Measurement, Options, Report, Target, grpc_floor
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import content_pb2, event_pb2
 
@@ -62,6 +67,9 @@ THROUGHPUT_RATIO_TARGET = 0.8
 START_TIMEOUT_SECONDS = 30.0
 #: how long subscribers get, after the writer stopped, to receive the last event
 DRAIN_TIMEOUT_SECONDS = 120.0
+#: message periods of the bare gRPC floor: what the p99 target needs (every subscriber served
+#: every 15 ms), and the sidecar's own longest hold under load (50 ms)
+FLOOR_PERIODS = (0.015, 0.05)
 
 
 @dataclass(frozen=True)
@@ -248,6 +256,8 @@ class Received:
     live_frames: int
     #: events they carried
     live_events: int
+    #: CPU seconds the subscriber process used from "ready" to the last event
+    cpu_seconds: float = 0.0
 
 
 def subscriber_process(
@@ -328,16 +338,18 @@ async def _subscribe_all(
             # Catching up may mean replaying a long stored session (the replay workload).
             await asyncio.wait_for(ready.wait(), DRAIN_TIMEOUT_SECONDS)
             conn.send("ready")
+            cpu_start = time.process_time()
             goal = await asyncio.to_thread(conn.recv)
             check_done()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), DRAIN_TIMEOUT_SECONDS)
+            cpu_seconds = time.process_time() - cpu_start
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
     resubscriptions = sum(max(0, count - 1) for count in caught_up)
-    return Received(times, resubscriptions, out_of_order, live_frames, live_events)
+    return Received(times, resubscriptions, out_of_order, live_frames, live_events, cpu_seconds)
 
 
 # The workloads ---------------------------------------------------------------------------------
@@ -479,6 +491,46 @@ def _check(received: Received, events: int, label: str) -> str:
     )
 
 
+def _frame_bytes(events: float) -> int:
+    """The encoded size of an ``events`` frame carrying ``events`` of the writer's events."""
+    one = len(event(0).SerializeToString()) + 24  # the frame's envelope, cursor and sequence
+    return max(1, round(events)) * one
+
+
+def _floor_row(floor: grpc_floor.Floor) -> Measurement:
+    return Measurement(
+        f"bare gRPC floor: {floor.streams} streams, {floor.message_bytes:,} B every "
+        f"{floor.period * 1000:.0f} ms (per message)",
+        floor.messages,
+        floor.seconds,
+        client_cpu_seconds=floor.client_cpu_seconds,
+        server_cpu_seconds=floor.server_cpu_seconds,
+    )
+
+
+def _budget_notes(issue: RateResult, floors: Sequence[grpc_floor.Floor]) -> list[str]:
+    """The issue's targets against this machine's cores: the writer alone plus bare gRPC."""
+    alone = issue.alone
+    if alone.server_cpu_seconds is None or alone.client_cpu_seconds is None or not alone.events:
+        return []
+    per_append = (alone.server_cpu_seconds + alone.client_cpu_seconds) / alone.events
+    writer_cores = per_append * issue.rate
+    cores = os.cpu_count() or 1
+    notes = [
+        f"budget: the writer alone at {issue.rate:.0f}/s would need {writer_cores:.2f} cores "
+        f"(sidecar + writer process, {per_append * 1e3:.2f} ms of CPU per append); "
+        f"this machine has {cores}"
+    ]
+    notes.extend(
+        f"budget: a message to each of {floor.streams} subscribers every "
+        f"{floor.period * 1000:.0f} ms is {floor.messages_per_second:,.0f} messages/s, "
+        f"{floor.cores:.2f} cores for bare gRPC alone (no engine, no parsing); with the "
+        f"writer: {writer_cores + floor.cores:.2f} of {cores} cores"
+        for floor in floors
+    )
+    return notes
+
+
 @dataclass
 class RateResult:
     rate: float
@@ -526,7 +578,11 @@ async def _at_rate(
             alone_row.events_per_second,
         ),
         Measurement(
-            f"{label}: delivery, ack -> receipt", deliveries, written.seconds, tuple(by_ack)
+            f"{label}: delivery, ack -> receipt",
+            deliveries,
+            written.seconds,
+            tuple(by_ack),
+            client_cpu_seconds=received.cpu_seconds,
         ),
         Measurement(
             f"{label}: delivery, send -> receipt", deliveries, written.seconds, tuple(by_send)
@@ -544,6 +600,7 @@ async def run(options: Options) -> Report:
             "subscribers": sizes.subscribers,
             "subscriber_channels": sizes.channels,
             "replay_events": sizes.replay_events,
+            "grpc_floor_periods_ms": [period * 1000 for period in FLOOR_PERIODS],
             "modes": "default (client default: up to 256 events per message, split by the "
             "client), per message (max_events_per_frame=1)",
             "quick": options.quick,
@@ -570,11 +627,26 @@ async def run(options: Options) -> Report:
                 await _replay_capacity(client, server, sizes, per_frame, report)
                 for per_frame in (DEFAULT_MODE, PER_MESSAGE_MODE)
             ]
+    floors = [
+        floor
+        for period in FLOOR_PERIODS
+        if (
+            floor := await grpc_floor.measure(
+                streams=sizes.subscribers,
+                channels=sizes.channels,
+                period=period,
+                seconds=sizes.seconds,
+                message_bytes=_frame_bytes(ISSUE_RATE * period),
+            )
+        )
+        is not None
+    ]
 
     results.insert(1, per_event)
     for result in results:
         report.measurements.extend([result.alone, result.shared, result.by_ack, result.by_send])
     report.measurements.extend(replays)
+    report.measurements.extend(_floor_row(floor) for floor in floors)
     issue = results[0]
     p99 = issue.by_ack.percentile_ms(0.99) or 0.0
     report.targets.extend(
@@ -617,6 +689,7 @@ async def run(options: Options) -> Report:
             "docs/design/subscriptions.md)",
         ]
     )
+    report.notes.extend(_budget_notes(issue, floors))
     for replay in replays:
         report.notes.append(
             f"{replay.name}: events per second the sidecar delivers when nothing else happens "

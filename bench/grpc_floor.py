@@ -1,0 +1,150 @@
+"""What gRPC itself costs this machine for the subscription workload: no engine at all.
+
+A bare ``grpc.aio`` server (its own process, one generic unary-stream method, no store, no
+encoding: the same bytes every time) keeps ``streams`` server streams open to a bare ``grpc.aio``
+client (this process, ``channels`` channels, reading with ``call.read()`` and doing nothing else),
+and sends each stream one message of ``message_bytes`` every ``period`` seconds, every stream at
+the same instants (the cheapest schedule: spacing the messages out costs more). The CPU both
+processes use per message is the floor of any Python gRPC fan-out on this machine: the sidecar's
+subscription service, a real client, the store and the writer all come on top.
+
+``subscribe`` uses it to show the budget of the issue's targets: a p99 under 20 ms needs every
+subscriber to get a message at least every ~15-20 ms, i.e. ``subscribers / period`` messages a
+second, while the writer alone (sidecar + writer process) already takes a share of the cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import grpc
+
+_METHOD = "/bench.Floor/Stream"
+_START_TIMEOUT_SECONDS = 30.0
+#: the CPU times come from Linux's /proc
+_HAS_PROC = Path("/proc/self/stat").exists()
+
+
+@dataclass(frozen=True)
+class Floor:
+    """One run: messages received and the CPU seconds each side used for them."""
+
+    streams: int
+    period: float
+    message_bytes: int
+    messages: int
+    seconds: float
+    server_cpu_seconds: float
+    client_cpu_seconds: float
+
+    @property
+    def messages_per_second(self) -> float:
+        return self.messages / self.seconds
+
+    @property
+    def cores(self) -> float:
+        """CPU cores both sides kept busy, on average."""
+        return (self.server_cpu_seconds + self.client_cpu_seconds) / self.seconds
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+def _server_process(conn: Connection, period: float, seconds: float, size: int) -> None:
+    asyncio.run(_serve(conn, period, seconds, size))
+
+
+async def _serve(conn: Connection, period: float, seconds: float, size: int) -> None:
+    payload = b"x" * size
+    loop = asyncio.get_running_loop()
+    #: the first tick, shared by every stream (set by the first stream to open, plus a margin
+    #: for the others to open)
+    epoch: list[float] = []
+
+    async def stream(request: bytes, context: object) -> object:
+        if not epoch:
+            epoch.append(loop.time() + 0.5)
+        start = epoch[0]
+        tick = 0
+        while tick * period < seconds:
+            delay = start + tick * period - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            yield payload
+            tick += 1
+
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                "bench.Floor",
+                {"Stream": grpc.unary_stream_rpc_method_handler(stream, _identity, _identity)},
+            ),
+        )
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    conn.send(port)
+    await asyncio.to_thread(conn.recv)  # told to stop
+    await server.stop(None)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(
+    *, streams: int, channels: int, period: float, seconds: float, message_bytes: int
+) -> Floor | None:
+    """One run (None where ``/proc`` is missing: the CPU times are the point)."""
+    if not _HAS_PROC:
+        return None
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(
+        target=_server_process, args=(child, period, seconds, message_bytes), daemon=True
+    )
+    process.start()
+    try:
+        if not await asyncio.to_thread(parent.poll, _START_TIMEOUT_SECONDS):
+            raise RuntimeError("the bare gRPC server did not start")
+        port = parent.recv()
+        assert process.pid is not None
+        opened = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(channels)]
+        try:
+            for channel in opened:
+                await channel.channel_ready()
+
+            async def follow(k: int) -> int:
+                read = opened[k % channels].unary_stream(
+                    _METHOD, request_serializer=_identity, response_deserializer=_identity
+                )(b"")
+                received = 0
+                while await read.read() is not grpc.aio.EOF:
+                    received += 1
+                return received
+
+            server_before = _cpu_seconds(process.pid)
+            client_before = time.process_time()
+            started = time.perf_counter()
+            counts = await asyncio.gather(*(follow(k) for k in range(streams)))
+            elapsed = time.perf_counter() - started
+            server_cpu = _cpu_seconds(process.pid) - server_before
+            client_cpu = time.process_time() - client_before
+        finally:
+            for channel in opened:
+                await channel.close()
+        parent.send("stop")
+    finally:
+        await asyncio.to_thread(process.join, 10.0)
+        if process.is_alive():
+            process.kill()
+    return Floor(streams, period, message_bytes, sum(counts), elapsed, server_cpu, client_cpu)
