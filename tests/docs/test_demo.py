@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from contextengine.demo import SCRIPT, run_demo
+from contextengine.server import ServerSettings
 from contextengine.testing import start_local_server
+from tests.fakes.gemini_server import GENERATE_CONTENT, default_summary_text, start_fake_gemini
 
 API_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
@@ -90,3 +92,34 @@ async def test_demo_command_against_a_running_server(tmp_path: Path) -> None:
     assert f"server: {server.target}" in text
     _check_output(text)
     assert text.count("── invocation ") == 7
+
+
+async def test_demo_summarizes_with_gemini_when_a_key_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an API key the demo configures the Gemini summarizer: the summaries are the model's
+    answers (here a local server speaking the Gemini REST API, reached by the real client)."""
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")  # the sidecar's own environment
+    with start_fake_gemini() as gemini:
+        settings = ServerSettings(gemini_base_url=gemini.base_url)
+        async with start_local_server(str(tmp_path / "ce.db"), settings=settings) as server:
+            out = io.StringIO()
+            result = await run_demo(
+                server.target,
+                invocations=7,
+                mode="sliding",
+                gemini_model="gemini-test-model",
+                out=out,
+                environ={"GEMINI_API_KEY": "test-key"},
+            )
+        requests = gemini.requests_for(GENERATE_CONTENT)
+    text = out.getvalue()
+    assert "summarizer: gemini (gemini-test-model)" in text
+    assert len(result.summaries) == 2  # after invocations 3 and 6
+    assert len(requests) == 2
+    assert all("gemini-test-model" in request.path for request in requests)
+    for event, request in zip(result.summaries, requests, strict=True):
+        summary = event.actions.compaction.compacted_content.parts[0].text
+        assert summary == default_summary_text(request.prompt_text())
+    assert SCRIPT[0].user in requests[0].prompt_text()
+    assert result.expansion is not None
