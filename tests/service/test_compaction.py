@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -14,6 +15,7 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
+from contextengine.compaction.compactor import View
 from contextengine.compaction.summarizer import (
     DEFAULT_PROMPT_TEMPLATE,
     Summarizer,
@@ -22,6 +24,7 @@ from contextengine.compaction.summarizer import (
     SummaryInput,
 )
 from contextengine.server import MEMORY_DB, ContextEngineServer, ServerSettings
+from contextengine.store import SessionKey
 from contextengine.testing import start_local_server
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
@@ -994,3 +997,182 @@ async def test_summaries_survive_a_restart(tmp_path: Path) -> None:
         assert await texts_in_context(client) == context == [summary_text(summary)]
         status = await client.compaction_status(APP, USER, SESSION)
         assert (status.attempts, status.summaries, status.running) == (0, 0, False)
+
+
+# -- when nothing is appended: reasons, backoff, rewinds, re-created sessions ------------------
+
+
+CLIENT_KIND = config_pb2.SummarizerConfig(client=config_pb2.ClientSummarizerConfig())
+
+
+@pytest.mark.parametrize(
+    ("fault", "summarizer", "reason"),
+    [("raise", None, "summarizer_failed"), ("", CLIENT_KIND, "client_summarizer")],
+)
+async def test_after_invocation_says_why_the_token_threshold_appended_nothing(
+    tmp_path: Path, fault: str, summarizer: config_pb2.SummarizerConfig | None, reason: str
+) -> None:
+    """Token threshold only: the post-invocation pass planned a summary but appended none; the
+    response says why (it used to be empty, as if a summary had been appended)."""
+    fake = FakeSummarizer()
+    fake.fault = fault
+    db = str(tmp_path / "ce.db")
+    async with engine(fake, db=db, config=TOKENS, summarizer=summarizer) as (_, client):
+        writer = Writer(client)
+        await writer.turn(1, tokens=150)
+        await writer.turn(2, tokens=150)
+        response = await client.compact(APP, USER, SESSION)
+        assert not response.HasField("summary")
+        assert response.skipped_reason == reason
+        assert summaries(await events_of(client)) == []
+
+
+async def test_build_context_behind_a_failing_compaction_respects_its_backoff(
+    tmp_path: Path,
+) -> None:
+    """A BuildContext that reached the threshold while a background compaction ran waits for
+    it; when that compaction failed, the session is in backoff and the context is built without
+    calling the summarizer again."""
+    fake = FakeSummarizer()
+    fake.fault = "raise"
+    fake.gate = asyncio.Event()
+    async with engine(fake, db=str(tmp_path / "ce.db"), config=TOKENS) as (_, client):
+        writer = Writer(client)
+        await writer.turn(1, tokens=150)
+        await writer.turn(2, tokens=150)
+        assert await client.end_invocation(APP, USER, SESSION, "i2")
+        async with asyncio.timeout(10):
+            await fake.entered.wait()
+        stub = contexts(client)
+
+        async def build() -> cpb.BuildContextResponse:
+            response: cpb.BuildContextResponse = await stub.BuildContext(context_request())
+            return response
+
+        built = asyncio.create_task(build())
+        await asyncio.sleep(0.5)  # the context reached the threshold: it waits for the lock
+        assert not built.done()
+        fake.gate.set()
+        async with asyncio.timeout(10):
+            response = await built
+        assert response.compaction_sequence == 0
+        assert len(response.contents) == 4
+        assert len(fake.inputs) == 1  # only the background pass called the summarizer
+        status = await client.compaction_status(APP, USER, SESSION)
+        assert (status.attempts, status.failures) == (1, 1)
+
+
+async def test_an_empty_root_scope_after_rewinds_has_nothing_to_compact(tmp_path: Path) -> None:
+    """ADK's post-invocation pass does nothing when no root-scope event survives the rewinds."""
+    async with engine(db=str(tmp_path / "ce.db"), config=TOKENS) as (_, client):
+        writer = Writer(client)
+        await writer.turn(1, tokens=150)
+        await client.rewind_session(APP, USER, SESSION, "i1")
+        response = await client.compact(APP, USER, SESSION)
+        assert response.skipped_reason == "nothing_to_compact"
+        plan = await client.plan_compaction(APP, USER, SESSION)
+        assert plan.skipped_reason == "nothing_to_compact"
+        status = await client.compaction_status(APP, USER, SESSION)
+        assert status.attempts == 0
+
+
+async def test_a_summary_is_never_appended_to_a_re_created_session(tmp_path: Path) -> None:
+    """The session is deleted and created again while its summary is being written: the summary
+    belongs to the old log and is discarded."""
+    fake = FakeSummarizer()
+    fake.gate = asyncio.Event()
+    async with engine(fake, db=str(tmp_path / "ce.db")) as (_, client):
+        writer = Writer(client)
+        await writer.turn(1)
+        await writer.turn(2)
+        compact = asyncio.create_task(client.compact(APP, USER, SESSION))
+        async with asyncio.timeout(10):
+            await fake.entered.wait()
+        await client.delete_session(APP, USER, SESSION)
+        await client.create_session(APP, USER, SESSION)
+        fresh = await writer.add(text_event("A new conversation.", invocation_id="n1"))
+        fake.gate.set()
+        response = await compact
+        assert not response.HasField("summary")
+        assert response.skipped_reason == "plan_stale"
+        assert await events_of(client) == fresh
+
+
+async def test_backoff_survives_a_long_run_of_failures(tmp_path: Path) -> None:
+    """The backoff doubles per consecutive failure up to its maximum; past 1024 failures the
+    power of two used to overflow a float, and BuildContext then failed with INTERNAL."""
+    fake = FakeSummarizer()
+    fake.fault = "raise"
+    async with engine(fake, db=str(tmp_path / "ce.db"), config=TOKENS) as (server, client):
+        writer = Writer(client)
+        await writer.turn(1, tokens=150)
+        await writer.turn(2, tokens=150)
+        compactor = server.compactor
+        assert compactor is not None
+        key = SessionKey(APP, USER, SESSION)
+        failing = logging.getLogger("contextengine.compaction")
+        failing.disabled = True  # one warning per failure
+        try:
+            for _ in range(1025):
+                outcome = await compactor.compact(key, "token_threshold", View("agent"))
+                assert outcome.skipped == "summarizer_failed"
+        finally:
+            failing.disabled = False
+        status = await client.compaction_status(APP, USER, SESSION)
+        assert status.failures == 1025
+        assert 0 < status.retry_after <= time.time() + 300.0
+        built = await contexts(client).BuildContext(context_request())  # in backoff
+        assert (built.compaction_sequence, len(built.contents)) == (0, 4)
+
+
+# -- per-session state ------------------------------------------------------------------------
+
+
+async def test_idle_sessions_leave_no_state_behind(tmp_path: Path) -> None:
+    """Contexts below the threshold, plans, client commits and triggers that find nothing to do
+    leave no per-session state; a session whose summarizer was called keeps its counters."""
+    async with engine(db=str(tmp_path / "ce.db"), config=TOKENS, summarizer=CLIENT_KIND) as (
+        server,
+        client,
+    ):
+        compactor = server.compactor
+        assert compactor is not None
+        writer = Writer(client)
+        await writer.turn(1, tokens=50)
+        stub = contexts(client)
+        assert (await stub.BuildContext(context_request())).compaction_sequence == 0
+        assert not (await client.plan_compaction(APP, USER, SESSION)).HasField("plan")
+        assert await client.end_invocation(APP, USER, SESSION, "i1")
+        await eventually(lambda: _not_running(client))
+        await client.commit_compaction(
+            APP,
+            USER,
+            SESSION,
+            kpb.CompactionPlan(based_on_sequence=2, first_sequence=1, last_sequence=1),
+            "Day one.",
+        )
+        await expect_error(
+            client.commit_compaction(
+                APP, USER, "nope", kpb.CompactionPlan(based_on_sequence=1), "x"
+            ),
+            grpc.StatusCode.NOT_FOUND,
+            "SESSION_NOT_FOUND",
+        )
+        assert compactor.tracked_sessions() == 0
+        status = await client.compaction_status(APP, USER, SESSION)
+        assert status == kpb.GetCompactionStatusResponse()
+
+    fake = FakeSummarizer()
+    fake.fault = "raise"
+    async with engine(fake, db=str(tmp_path / "kept.db"), config=TOKENS) as (server, client):
+        compactor = server.compactor
+        assert compactor is not None
+        writer = Writer(client)
+        await writer.turn(1, tokens=150)
+        await writer.turn(2, tokens=150)
+        assert (await client.compact(APP, USER, SESSION)).skipped_reason == "summarizer_failed"
+        await contexts(client).BuildContext(context_request())  # in backoff: nothing more
+        assert compactor.tracked_sessions() == 1
+        status = await client.compaction_status(APP, USER, SESSION)
+        assert (status.attempts, status.failures) == (1, 1)
+        assert status.retry_after > 0

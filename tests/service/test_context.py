@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.core.context import DEFAULT_OTHER_AGENT_PREAMBLE
 from contextengine.core.structs import dict_to_struct
+from contextengine.memory.service import Preload
+from contextengine.store import SessionKey
+from contextengine.testing import start_local_server
 from contextengine.v1 import (
     config_pb2,
     content_pb2,
@@ -236,3 +242,50 @@ async def _reason(client: ContextEngineClient, request: cpb.BuildContextRequest)
             model=request.model,
         )
     return err.value
+
+
+async def test_a_response_is_not_changed_by_a_concurrent_call_extending_its_view(
+    tmp_path: Path,
+) -> None:
+    """Two BuildContext calls with the same options share one cached view, which the second
+    extends in place. The first, still waiting for its memory preload, must answer with what it
+    built: its contents, token estimate and prompt-cache fields all describe the same events."""
+    async with (
+        start_local_server(str(tmp_path / "ce.db")) as server,
+        ContextEngineClient(server.target, attempts=1) as client,
+    ):
+        await client.update_app_config(
+            config_pb2.AppConfig(app_name=APP, context_cache_config=config_pb2.ContextCacheConfig())
+        )
+        session = await client.create_session(APP, "u")
+        await client.append_event(APP, "u", session.id, text_event("Weather in Paris?"))
+        memory = server.memory
+        assert memory is not None
+        preload = memory.preload
+        entered, gate = asyncio.Event(), asyncio.Event()
+
+        async def slow_preload(key: SessionKey, query: str) -> Preload:
+            entered.set()
+            await gate.wait()
+            return await preload(key, query)
+
+        memory.preload = slow_preload  # type: ignore[method-assign]
+        first = asyncio.create_task(
+            client.build_context(APP, "u", session.id, agent_name="agent", preload_memory=True)
+        )
+        async with asyncio.timeout(10):
+            await entered.wait()
+        await client.append_event(
+            APP, "u", session.id, text_event("It is sunny.", author="agent", invocation_id="i1")
+        )
+        second = await client.build_context(APP, "u", session.id, agent_name="agent")
+        assert [c.parts[0].text for c in second.contents] == ["Weather in Paris?", "It is sunny."]
+        gate.set()
+        async with asyncio.timeout(10):
+            answer = await first
+        assert answer.last_sequence == 1
+        assert [c.parts[0].text for c in answer.contents] == ["Weather in Paris?"]
+        alone = await client.build_context(APP, "u", session.id, agent_name="agent")
+        assert answer.token_estimate.tokens < alone.token_estimate.tokens
+        assert answer.cacheable_contents_count == 0  # the trailing user content is not cached
+        assert answer.cache_decision.cache_metadata.contents_count == 0

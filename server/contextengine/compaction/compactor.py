@@ -6,13 +6,19 @@
 * ``before_context`` is ADK's in-flow token check: it reads the latest prompt token count without
   waiting for anything; only when the threshold is reached does it take the session's lock (so it
   waits for a running compaction), plan again and summarise, and the context is built after.
-* ``compact`` runs a trigger now and waits; ``commit`` appends a client's summary.
+* ``compact`` runs a trigger now and waits; ``exclusive`` holds the session's lock while a
+  client's summary is checked and appended (``CommitCompaction``).
 
 A summary is appended only if the log did not move in a way that invalidates its plan: a rewind
-or another summary appended after the plan was made discards it (ADK discards a summary whose
-append conflicts, too). Summarizer failures (errors, timeouts, nothing or garbage returned) append
-nothing, are logged and counted, and put the session in an exponential backoff during which
-triggers do not summarise; appends and contexts are never affected.
+or another summary appended after the plan was made, or the session deleted and created again,
+discards it (ADK discards a summary whose append conflicts, too). Summarizer failures (errors,
+timeouts, nothing or garbage returned) append nothing, are logged and counted, and put the
+session in an exponential backoff during which triggers do not summarise (nor does a trigger that
+was waiting for the session's lock when the failure happened); appends and contexts are never
+affected.
+
+Per-session state (lock, task, counters, the size gate's memo) is dropped once no call uses it
+and it holds nothing to keep: no counters (``GetCompactionStatus`` reads them) and no sizes.
 """
 
 from __future__ import annotations
@@ -21,16 +27,20 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from contextengine.compaction.summarizer import Summarizer, SummaryInput
 from contextengine.core.compaction import (
+    SLIDING_WINDOW,
+    TOKEN_THRESHOLD,
     CompactionPlan,
     PlanResult,
-    TokenReading,
+    has_live_root_events,
     latest_prompt_token_count,
+    plan_after_invocation,
     plan_sliding_window,
     plan_token_threshold,
     render_events,
@@ -40,41 +50,59 @@ from contextengine.core.context import DEFAULT_OTHER_AGENT_PREAMBLE
 from contextengine.core.events import normalize_for_append
 from contextengine.errors import ContextEngineError
 from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache
+from contextengine.service._event_cache import SessionEventCache, SessionLog
 from contextengine.store import EventStore, SessionKey
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 
-__all__ = ["Compactor", "Outcome", "SessionStatus", "View"]
+__all__ = [
+    "CompactionPolicy",
+    "Compactor",
+    "ContextCheck",
+    "Outcome",
+    "SessionStatus",
+    "SummarizerFactory",
+    "View",
+    "invalidated_since",
+]
 
 _LOG = logging.getLogger("contextengine.compaction")
 
 #: How many times an append is retried when other appends keep moving the log's end.
 _APPEND_ATTEMPTS = 8
+#: Backoff doubles per consecutive failure up to this exponent (far beyond any maximum delay;
+#: an unbounded power of two stops converting to float after 1024 failures).
+_MAX_BACKOFF_DOUBLINGS = 60
 
+AFTER_INVOCATION = "after_invocation"
+
+#: Why nothing was appended (besides the planners' reasons).
 CLIENT_SUMMARIZER = "client_summarizer"
 SUMMARIZER_FAILED = "summarizer_failed"
 SUMMARIZER_RETURNED_NOTHING = "summarizer_returned_nothing"
 PLAN_STALE = "plan_stale"
 NOT_CONFIGURED = "not_configured"
+NOTHING_TO_COMPACT = "nothing_to_compact"
+DEFERRED = "deferred"
 
 
 def _configures(config: config_pb2.EventsCompactionConfig, trigger: str) -> bool:
-    """Whether ``config`` sets the pair an explicitly requested ``trigger`` needs."""
-    if trigger == "sliding_window":
+    """Whether ``config`` sets the pair ``trigger`` needs (any pair for after_invocation)."""
+    if trigger == SLIDING_WINDOW:
         return config.HasField("compaction_interval") and config.HasField("overlap_size")
-    if trigger == "token_threshold":
+    if trigger == TOKEN_THRESHOLD:
         return config.HasField("token_threshold") and config.HasField("event_retention_size")
     return True
 
 
 #: Builds the summarizer for an app's summarizer configuration (None: client summaries only).
 SummarizerFactory = Callable[[config_pb2.SummarizerConfig | None], Summarizer | None]
-DEFERRED = "deferred"
 
 
 class CompactionPolicy(Protocol):
-    """Adjusts the automatic triggers (the prompt-cache-aware policy,
-    ``contextengine.cache.compaction_policy``). Explicit ``compact`` calls are not reviewed."""
+    """Adjusts the automatic passes (the prompt-cache-aware policy,
+    ``contextengine.cache.compaction_policy``): the token check before a context and the
+    post-invocation pass, also when ``Compact`` runs the latter (its default trigger). ``Compact``
+    with an explicit sliding-window or token-threshold trigger is not reviewed."""
 
     async def due(self, key: SessionKey, view: View, log: list[event_pb2.Event], due: bool) -> bool:
         """Whether the token check before a context runs (``due``: ADK's answer)."""
@@ -110,6 +138,17 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class ContextCheck:
+    """What the token check before a context did."""
+
+    #: the summary it appended (None: none)
+    summary: event_pb2.Event | None = None
+    #: the log it read, when it went no further (no compaction due): the context can be built
+    #: from it instead of reading the log again
+    log: SessionLog | None = None
+
+
+@dataclass(frozen=True)
 class SessionStatus:
     running: bool
     attempts: int
@@ -122,8 +161,12 @@ class SessionStatus:
 @dataclass
 class _Session:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: the background post-invocation task (``end_invocation``)
     task: asyncio.Task[None] | None = None
+    #: a trigger arrived while ``task`` ran: run once more after it
     rerun: bool = False
+    #: calls using this entry now (``Compactor._using``)
+    users: int = 0
     attempts: int = 0
     summaries: int = 0
     failures: int = 0
@@ -134,9 +177,26 @@ class _Session:
     sizes: dict[int, int] = field(default_factory=dict)
     sizes_generation: int = -1
 
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def disposable(self) -> bool:
+        """Nothing to keep once no call uses it: no counters (so no error or backoff either),
+        no sizes to reuse, no background task."""
+        return self.users == 0 and not self.running() and self.attempts == 0 and not self.sizes
+
 
 def _is_invalidating(event: event_pb2.Event) -> bool:
     return bool(event.actions.rewind_before_invocation_id) or event.actions.HasField("compaction")
+
+
+def invalidated_since(events: list[event_pb2.Event], based_on: int) -> event_pb2.Event | None:
+    """The first event of the log ``events`` after sequence ``based_on`` that invalidates a plan
+    made there (a rewind or a summary), if any."""
+    for event in events[based_on:]:  # sequences start at 1, without gaps
+        if event.sequence > based_on and _is_invalidating(event):
+            return event
+    return None
 
 
 def _usable(content: content_pb2.Content) -> bool:
@@ -210,20 +270,36 @@ class Compactor:
         gemini = app.summarizer.gemini
         return gemini.prompt_template if gemini.HasField("prompt_template") else None
 
-    def _session(self, key: SessionKey) -> _Session:
+    @contextmanager
+    def _using(self, key: SessionKey) -> Iterator[_Session]:
+        """The session's state, kept at least until the block is left. Every use of a session's
+        entry goes through here (or is its background task), so an entry is only ever dropped
+        when nobody holds or waits for its lock."""
         session = self._sessions.get(key)
         if session is None:
             session = self._sessions[key] = _Session()
-        return session
+        session.users += 1
+        try:
+            yield session
+        finally:
+            session.users -= 1
+            self._drop_if_disposable(key, session)
+
+    def _drop_if_disposable(self, key: SessionKey, session: _Session) -> None:
+        if session.disposable() and self._sessions.get(key) is session:
+            del self._sessions[key]
+
+    def _backing_off(self, session: _Session) -> bool:
+        return session.retry_after > self._clock()
 
     # -- planning ------------------------------------------------------------------------------
 
-    async def _log(self, key: SessionKey, session: _Session) -> list[event_pb2.Event]:
+    async def _log(self, key: SessionKey, session: _Session) -> SessionLog:
         log = await self._events.log(key)
         if session.sizes_generation != log.generation:
             session.sizes = {}
             session.sizes_generation = log.generation
-        return log.events
+        return log
 
     async def plan(
         self,
@@ -236,10 +312,10 @@ class Compactor:
         """The plan ``trigger`` ("after_invocation", "sliding_window", "token_threshold") makes
         now. Raises COMPACTION_NOT_CONFIGURED without a configuration."""
         config = await self._require_config(key, trigger)
-        session = self._session(key)
-        log = await self._log(key, session)
-        preamble = await self._preamble(key)
-        return self._plan(log, config, trigger, view, preamble, session, ignore_trigger)
+        with self._using(key) as session:
+            log = await self._log(key, session)
+            preamble = await self._preamble(key)
+            return self._plan(log.events, config, trigger, view, preamble, session, ignore_trigger)
 
     async def _require_config(
         self, key: SessionKey, trigger: str
@@ -270,11 +346,11 @@ class Compactor:
         session: _Session,
         ignore_trigger: bool = False,
     ) -> PlanResult:
-        if trigger == "sliding_window":
+        if trigger == SLIDING_WINDOW:
             return plan_sliding_window(
                 log, config, ignore_trigger=ignore_trigger, memo=session.sizes
             )
-        if trigger == "token_threshold":
+        if trigger == TOKEN_THRESHOLD:
             return plan_token_threshold(
                 log,
                 config,
@@ -285,19 +361,13 @@ class Compactor:
                 ignore_trigger=ignore_trigger,
                 memo=session.sizes,
             )
-        token = plan_token_threshold(
+        return plan_after_invocation(
             log,
             config,
             other_agent_preamble=preamble,
             ignore_trigger=ignore_trigger,
             memo=session.sizes,
         )
-        if token.plan is not None:
-            return token
-        sliding = plan_sliding_window(
-            log, config, ignore_trigger=ignore_trigger, memo=session.sizes
-        )
-        return token if sliding.skipped == NOT_CONFIGURED else sliding
 
     # -- triggers ------------------------------------------------------------------------------
 
@@ -307,20 +377,26 @@ class Compactor:
         await self._events.log(key)  # NOT_FOUND for a missing session
         if self._closed or await self.compaction_config(key) is None:
             return False
-        session = self._session(key)
-        if session.retry_after > self._clock():
-            return False
-        if session.task is not None and not session.task.done():
-            session.rerun = True
+        with self._using(key) as session:
+            if self._backing_off(session):
+                return False
+            if session.running():
+                session.rerun = True
+                return True
+            task = session.task = asyncio.create_task(self._background(key, session))
+            # Runs even when the task is cancelled before it starts.
+            task.add_done_callback(lambda _: self._drop_if_disposable(key, session))
             return True
-        session.task = asyncio.create_task(self._background(key, session))
-        return True
 
     async def _background(self, key: SessionKey, session: _Session) -> None:
         while True:
             session.rerun = False
             try:
                 async with session.lock:
+                    if self._backing_off(session):
+                        # A pass (this task's previous one, or another trigger's) failed while
+                        # this one waited: the trigger falls in the backoff and does not run.
+                        return
                     await self._after_invocation(key, session)
             except asyncio.CancelledError:
                 raise
@@ -331,37 +407,40 @@ class Compactor:
                 _LOG.exception("background compaction of %s failed", key)
             if not session.rerun or self._closed:
                 return
-            if session.retry_after > self._clock():
-                # This pass failed: the queued trigger falls in the backoff and does not run.
-                session.rerun = False
-                return
 
     async def _after_invocation(self, key: SessionKey, session: _Session) -> Outcome:
         """ADK's post-invocation pass: a token-threshold summary, if one is appended, ends it;
-        otherwise (nothing planned, or its summarizer failed) the sliding window runs."""
+        otherwise (nothing planned, deferred, or its summarizer failed) the sliding window runs.
+        When neither appends anything, the reason is the sliding window's, or the token
+        threshold's if the sliding window is not configured."""
         config = await self.compaction_config(key)
         if config is None:
             return Outcome(None, NOT_CONFIGURED)
         preamble = await self._preamble(key)
         log = await self._log(key, session)
-        if not any(not event.HasField("isolation_scope") for event in log):
-            return Outcome(None, "nothing_to_compact")
-        token = self._plan(log, config, "token_threshold", View(), preamble, session)
-        token_plan = await self._review(key, "token_threshold", View(), log, token.plan)
-        if token_plan is not None:
-            outcome = await self._summarize_and_append(key, session, token_plan)
-            if outcome.summary is not None:
-                return outcome
-            log = await self._log(key, session)
-        sliding = self._plan(log, config, "sliding_window", View(), preamble, session)
-        sliding_plan = await self._review(key, "sliding_window", View(), log, sliding.plan)
-        if sliding_plan is None:
-            if sliding.plan is not None:
-                return Outcome(None, DEFERRED)
+        if not has_live_root_events(log.events):
+            return Outcome(None, NOTHING_TO_COMPACT)
+        token = self._plan(log.events, config, TOKEN_THRESHOLD, View(), preamble, session)
+        token_skipped = token.skipped
+        if token.plan is not None:
+            plan = await self._review(key, TOKEN_THRESHOLD, View(), log.events, token.plan)
+            if plan is None:
+                token_skipped = DEFERRED
+            else:
+                outcome = await self._summarize_and_append(key, session, plan, log.create_time)
+                if outcome.summary is not None:
+                    return outcome
+                token_skipped = outcome.skipped
+                log = await self._log(key, session)
+        sliding = self._plan(log.events, config, SLIDING_WINDOW, View(), preamble, session)
+        if sliding.plan is None:
             return Outcome(
-                None, token.skipped if sliding.skipped == NOT_CONFIGURED else sliding.skipped
+                None, token_skipped if sliding.skipped == NOT_CONFIGURED else sliding.skipped
             )
-        return await self._summarize_and_append(key, session, sliding_plan)
+        plan = await self._review(key, SLIDING_WINDOW, View(), log.events, sliding.plan)
+        if plan is None:
+            return Outcome(None, DEFERRED)
+        return await self._summarize_and_append(key, session, plan, log.create_time)
 
     async def _review(
         self,
@@ -378,63 +457,61 @@ class Compactor:
     async def compact(self, key: SessionKey, trigger: str, view: View = View()) -> Outcome:
         """Runs ``trigger`` now (ignoring any failure backoff) and waits for the outcome."""
         config = await self._require_config(key, trigger)
-        session = self._session(key)
-        async with session.lock:
-            if trigger == "after_invocation":
-                return await self._after_invocation(key, session)
-            log = await self._log(key, session)
-            preamble = await self._preamble(key)
-            result = self._plan(log, config, trigger, view, preamble, session)
-            if result.plan is None:
-                return Outcome(None, result.skipped)
-            return await self._summarize_and_append(key, session, result.plan)
+        with self._using(key) as session:
+            async with session.lock:
+                if trigger == AFTER_INVOCATION:
+                    return await self._after_invocation(key, session)
+                log = await self._log(key, session)
+                preamble = await self._preamble(key)
+                result = self._plan(log.events, config, trigger, view, preamble, session)
+                if result.plan is None:
+                    return Outcome(None, result.skipped)
+                return await self._summarize_and_append(key, session, result.plan, log.create_time)
 
-    def token_reading(self, log: list[event_pb2.Event], view: View, preamble: str) -> TokenReading:
-        return latest_prompt_token_count(
-            log,
-            agent_name=view.agent_name,
-            branch=view.branch,
-            isolation_scope=view.isolation_scope,
-            other_agent_preamble=preamble,
-        )
-
-    async def before_context(self, key: SessionKey, view: View) -> event_pb2.Event | None:
-        """ADK's in-flow token check before a model call. Returns the appended summary, if any.
-        Waits only when the threshold is reached."""
+    async def before_context(self, key: SessionKey, view: View) -> ContextCheck:
+        """ADK's in-flow token check before a model call of ``view``'s agent; compacts first when
+        it is due. Waits (for a running compaction, then the summarizer) only then."""
         config = await self.compaction_config(key)
-        if config is None or not (
-            config.HasField("token_threshold") and config.HasField("event_retention_size")
-        ):
-            return None
-        session = self._session(key)
-        if session.retry_after > self._clock():
-            return None
-        preamble = await self._preamble(key)
-        log = await self._log(key, session)
-        reading = self.token_reading(log, view, preamble)
-        reached = reading.tokens is not None and reading.tokens >= config.token_threshold
-        due = reached
-        if self.policy is not None:
-            due = await self.policy.due(key, view, log, reached)
-        if not due:
-            return None
-        async with session.lock:
+        if config is None or not _configures(config, TOKEN_THRESHOLD):
+            return ContextCheck()
+        with self._using(key) as session:
+            if self._backing_off(session):
+                return ContextCheck()
+            preamble = await self._preamble(key)
             log = await self._log(key, session)
-            result = self._plan(
-                log, config, "token_threshold", view, preamble, session, not reached
+            reading = latest_prompt_token_count(
+                log.events,
+                agent_name=view.agent_name,
+                branch=view.branch,
+                isolation_scope=view.isolation_scope,
+                other_agent_preamble=preamble,
             )
-            plan = await self._review(key, "token_threshold", view, log, result.plan)
-            if plan is None:
-                return None
-            outcome = await self._summarize_and_append(key, session, plan)
-            return outcome.summary
+            reached = reading.tokens is not None and reading.tokens >= config.token_threshold
+            due = reached
+            if self.policy is not None:
+                due = await self.policy.due(key, view, log.events, reached)
+            if not due:
+                return ContextCheck(log=log)
+            async with session.lock:
+                if self._backing_off(session):
+                    return ContextCheck()  # the compaction this call waited for failed
+                log = await self._log(key, session)
+                result = self._plan(
+                    log.events, config, TOKEN_THRESHOLD, view, preamble, session, not reached
+                )
+                plan = await self._review(key, TOKEN_THRESHOLD, view, log.events, result.plan)
+                if plan is None:
+                    return ContextCheck()
+                outcome = await self._summarize_and_append(key, session, plan, log.create_time)
+                return ContextCheck(outcome.summary)
 
     # -- summarising and appending -------------------------------------------------------------
 
     def _fail(self, key: SessionKey, session: _Session, reason: str, detail: str) -> Outcome:
         session.failures += 1
         session.consecutive_failures += 1
-        delay = min(self._max_backoff, self._backoff * 2 ** (session.consecutive_failures - 1))
+        doublings = min(session.consecutive_failures - 1, _MAX_BACKOFF_DOUBLINGS)
+        delay = min(self._max_backoff, self._backoff * 2**doublings)
         session.retry_after = self._clock() + delay
         session.last_error = detail
         _LOG.warning(
@@ -447,8 +524,10 @@ class Compactor:
         return Outcome(None, reason)
 
     async def _summarize_and_append(
-        self, key: SessionKey, session: _Session, plan: CompactionPlan
+        self, key: SessionKey, session: _Session, plan: CompactionPlan, created: float
     ) -> Outcome:
+        """Summarises ``plan`` (made from the log of the session created at ``created``) and
+        appends the summary if the plan still holds."""
         summarizer = await self.summarizer(key)
         if summarizer is None:
             return Outcome(None, CLIENT_SUMMARIZER)
@@ -472,9 +551,11 @@ class Compactor:
             timestamp=self._clock(),
             usage_metadata=summary.usage_metadata,
         )
-        appended = await self.append_summary(key, event, plan.based_on_sequence)
+        appended = await self.append_summary(key, event, plan.based_on_sequence, created=created)
         if appended is None:
-            _LOG.info("compaction of %s discarded: the log moved (rewind or summary)", key)
+            _LOG.info(
+                "compaction of %s discarded: the log moved (rewind, summary, new session)", key
+            )
             return Outcome(None, PLAN_STALE)
         session.summaries += 1
         session.consecutive_failures = 0
@@ -484,24 +565,20 @@ class Compactor:
 
     async def stale_since(self, key: SessionKey, based_on: int) -> event_pb2.Event | None:
         """The first event after ``based_on`` that invalidates a plan made there, if any."""
-        log = await self._events.log(key)
-        for event in log.events[based_on:]:
-            if event.sequence > based_on and _is_invalidating(event):
-                return event
-        return None
+        return invalidated_since((await self._events.log(key)).events, based_on)
 
     async def append_summary(
-        self, key: SessionKey, event: event_pb2.Event, based_on: int
+        self, key: SessionKey, event: event_pb2.Event, based_on: int, *, created: float
     ) -> event_pb2.Event | None:
-        """Appends ``event`` unless a rewind or a summary was appended after ``based_on``
-        (then None). Appends concurrent with the check are detected by the store's sequence
-        check and the check is repeated."""
+        """Appends ``event`` to the session created at ``created`` unless a rewind or a summary
+        was appended after ``based_on``, or the session is another one by now (then None).
+        Appends concurrent with the check are detected by the store's sequence check and the
+        check is repeated."""
         normalized = normalize_for_append(event, event.id or self._new_id())
         for _ in range(_APPEND_ATTEMPTS):
             log = await self._events.log(key)
-            for logged in log.events[based_on:]:
-                if logged.sequence > based_on and _is_invalidating(logged):
-                    return None
+            if log.create_time != created or invalidated_since(log.events, based_on) is not None:
+                return None
             try:
                 outcome = await self._store.append_events(key, [normalized], log.last_sequence)
             except ContextEngineError as error:
@@ -512,18 +589,21 @@ class Compactor:
         # The log kept moving under the check: give up rather than append unguarded.
         return None
 
-    def lock(self, key: SessionKey) -> asyncio.Lock:
-        """The session's compaction lock (held while a compaction of it runs)."""
-        return self._session(key).lock
+    @asynccontextmanager
+    async def exclusive(self, key: SessionKey) -> AsyncIterator[None]:
+        """Holds the session's compaction lock: no compaction of it runs meanwhile."""
+        with self._using(key) as session:
+            async with session.lock:
+                yield
 
     # -- status and shutdown -------------------------------------------------------------------
 
     def status(self, key: SessionKey) -> SessionStatus:
         session = self._sessions.get(key)
-        if session is None:
+        if session is None:  # never used, or dropped with nothing to show
             return SessionStatus(False, 0, 0, 0, "", 0.0)
-        running = session.lock.locked() or (session.task is not None and not session.task.done())
-        retry_after = session.retry_after if session.retry_after > self._clock() else 0.0
+        running = session.lock.locked() or session.running()
+        retry_after = session.retry_after if self._backing_off(session) else 0.0
         return SessionStatus(
             running,
             session.attempts,
@@ -533,18 +613,21 @@ class Compactor:
             retry_after,
         )
 
+    def tracked_sessions(self) -> int:
+        """How many sessions have per-session state now (diagnostics and tests)."""
+        return len(self._sessions)
+
     async def idle(self, key: SessionKey) -> None:
         """Waits until the session's background compaction (if any) has finished."""
         session = self._sessions.get(key)
-        while session is not None and session.task is not None and not session.task.done():
+        while session is not None and session.task is not None and session.running():
             await asyncio.wait({session.task})
 
     async def close(self) -> None:
-        """Cancels background compactions (nothing half-done is ever appended)."""
+        """Cancels background compactions and waits for them to end (nothing half-done is ever
+        appended), then closes the summarizers."""
         self._closed = True
-        tasks = [
-            s.task for s in self._sessions.values() if s.task is not None and not s.task.done()
-        ]
+        tasks = [s.task for s in self._sessions.values() if s.task is not None and s.running()]
         for task in tasks:
             task.cancel()
         if tasks:

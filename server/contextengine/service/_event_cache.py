@@ -36,6 +36,8 @@ class SessionLog:
     last_sequence: int
     #: changes when the cached log was rebuilt from scratch (views over it must rebuild too)
     generation: int
+    #: the session's creation time: a session deleted and created again has another one
+    create_time: float
 
 
 class SessionEventCache:
@@ -73,7 +75,9 @@ class SessionEventCache:
                 entry.last_sequence = fresh[-1].sequence
             self._cached_events += len(fresh)
         self._evict(keep=key)
-        return SessionLog(entry.events, entry.items, entry.last_sequence, entry.generation)
+        return SessionLog(
+            entry.events, entry.items, entry.last_sequence, entry.generation, entry.create_time
+        )
 
     def invalidate(self, key: SessionKey) -> None:
         self._drop(key)

@@ -42,6 +42,7 @@ from contextengine.service._app_configs import AppConfigs
 from contextengine.store import SessionKey
 from contextengine.v1 import (
     config_pb2,
+    content_pb2,
     context_service_pb2 as pb,
     event_pb2,
 )
@@ -134,9 +135,6 @@ class PromptCache:
         #: the fixed parts of the agent's last call that used a cache (REUSE or CREATE)
         self._in_use: OrderedDict[tuple[SessionKey, str], PromptPrefix] = OrderedDict()
 
-    def now(self) -> float:
-        return self._clock()
-
     async def aclose(self) -> None:
         if self._managed is not None:
             await self._managed.aclose()
@@ -203,13 +201,12 @@ class PromptCache:
         request: pb.BuildContextRequest,
         options: ContextOptions,
         view: View,
+        contents: Sequence[content_pb2.Content],
         events: Sequence[event_pb2.Event],
         generation: int,
     ) -> None:
-        """Sets the prompt-cache fields of ``response`` for ``view`` (built from ``events``)."""
-        if len(events) > view.event_count:
-            events = events[: view.event_count]  # appended since the view was built
-        contents = view.contents
+        """Sets the prompt-cache fields of ``response``, whose ``contents`` ``view`` built from
+        ``events`` (the view itself may have been extended since: it only keys the memos)."""
         roles = [content.role for content in contents]
         parts = prepared.parts
         memo = self._memo(key, options, view, events, generation)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from contextengine.compaction.compactor import Compactor, View
+from contextengine.compaction.compactor import Compactor, View, invalidated_since
 from contextengine.compaction.summarizer import DEFAULT_PROMPT_TEMPLATE, fill_template
 from contextengine.core.compaction import (
     client_plan,
@@ -138,9 +138,8 @@ class CompactionServicer:
         scope = request.isolation_scope if request.HasField("isolation_scope") else None
         if scope is not None:
             check_id(scope, "isolation_scope", required=False)
-        await self._events.log(key)  # NOT_FOUND before any per-session state is made
-        async with self._compactor.lock(key):
-            log = await self._events.log(key)
+        async with self._compactor.exclusive(key):
+            log = await self._events.log(key)  # NOT_FOUND
             if request.based_on_sequence > log.last_sequence:
                 raise invalid(
                     "INVALID_ARGUMENT",
@@ -148,7 +147,7 @@ class CompactionServicer:
                     f"based_on_sequence {request.based_on_sequence} is beyond the end of the "
                     f"log ({log.last_sequence})",
                 )
-            conflict = await self._compactor.stale_since(key, request.based_on_sequence)
+            conflict = invalidated_since(log.events, request.based_on_sequence)
             if conflict is not None:
                 raise _stale(request.based_on_sequence, conflict.sequence)
             plan = client_plan(
@@ -169,7 +168,9 @@ class CompactionServicer:
                     request.usage_metadata if request.HasField("usage_metadata") else None
                 ),
             )
-            appended = await self._compactor.append_summary(key, event, request.based_on_sequence)
+            appended = await self._compactor.append_summary(
+                key, event, request.based_on_sequence, created=log.create_time
+            )
             if appended is None:
                 conflict = await self._compactor.stale_since(key, request.based_on_sequence)
                 raise _stale(request.based_on_sequence, conflict.sequence if conflict else 0)
@@ -206,10 +207,16 @@ class CompactionServicer:
 
 
 def _stale(based_on: int, conflicting: int) -> ContextEngineError:
+    """COMPACTION_PLAN_STALE; ``conflicting`` is 0 when no single event is to blame (the session
+    was created again, or other appends kept moving the log's end)."""
+    why = (
+        f"event {conflicting} is a rewind or a summary"
+        if conflicting
+        else "the session changed under the commit"
+    )
     return ContextEngineError(
         "COMPACTION_PLAN_STALE",
-        f"the log moved since sequence {based_on}: event {conflicting} is a rewind or a summary;"
-        " plan again",
+        f"the log moved since sequence {based_on}: {why}; plan again",
         based_on_sequence=based_on,
         conflicting_sequence=conflicting,
     )

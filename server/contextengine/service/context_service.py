@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from contextengine.compaction.compactor import Compactor, View as CompactionView
 from contextengine.core.context import (
@@ -24,7 +24,7 @@ from contextengine.core.validate import (
 from contextengine.errors import invalid
 from contextengine.memory.service import MemoryService
 from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache
+from contextengine.service._event_cache import SessionEventCache, SessionLog
 from contextengine.service._prompt_cache import PromptCache
 from contextengine.service.memory_service import preload_proto
 from contextengine.store import SessionKey
@@ -46,13 +46,6 @@ def preserve_function_call_ids(model: pb.ModelIdentity) -> bool:
     return model.provider in (pb.MODEL_PROVIDER_GEMINI, pb.MODEL_PROVIDER_UNSPECIFIED) and (
         model.use_interactions_api
     )
-
-
-@dataclass(frozen=True)
-class _ViewKey:
-    session: SessionKey
-    options: ContextOptions
-    generation: int
 
 
 class ContextServicer:
@@ -132,30 +125,46 @@ class ContextServicer:
         options = await self._options(request)
         caching = await self._prompt_cache.prepare(request, options)
         compaction_sequence = 0
+        log: SessionLog | None = None
         if self._compactor is not None and not request.skip_compaction:
-            summary = await self._compactor.before_context(
+            check = await self._compactor.before_context(
                 key,
                 CompactionView(options.agent_name, options.branch, options.isolation_scope),
             )
-            if summary is not None:
-                compaction_sequence = summary.sequence
-        log = await self._events.log(key)
-        view = self.view(key, options, log.events, log.generation, log.items)
+            if check.summary is not None:
+                compaction_sequence = check.summary.sequence
+            log = check.log  # the log the check read, when it compacted nothing
+        if log is None:
+            log = await self._events.log(key)
+        # ``log.events`` is the cache's own list, which other calls may have extended since it
+        # was read: the view covers all of it as it is now.
+        events = log.events
+        view = self.view(key, options, events, log.generation, log.items)
+        # A later call with the same options extends this view in place, maybe while this one
+        # awaits the memory search or the cache service below: answer with what it holds now
+        # (contents and body only ever grow at their end).
+        event_count, content_count, body_size = view.event_count, len(view.contents), len(view.body)
         tail = pb.BuildContextResponse(
-            last_sequence=log.last_sequence,
+            last_sequence=events[event_count - 1].sequence if event_count else 0,
             token_estimate=pb.TokenEstimate(tokens=view.total_tokens, counter=self._counter.name),
             compaction_sequence=compaction_sequence,
         )
         if request.preload_memory and self._memory is not None:
-            tail.memory_preload.CopyFrom(
-                await preload_proto(self._memory, key, request, log.events)
-            )
+            tail.memory_preload.CopyFrom(await preload_proto(self._memory, key, request, events))
         if caching is not None:
             await self._prompt_cache.fill(
-                caching, tail, key, request, options, view, log.events, log.generation
+                caching,
+                tail,
+                key,
+                request,
+                options,
+                view,
+                view.contents[:content_count],
+                events if len(events) == event_count else events[:event_count],
+                log.generation,
             )
         # Fields may come in any order: the cached encoded contents, then the rest (one copy).
-        return b"".join((view.body, tail.SerializeToString()))
+        return b"".join((memoryview(view.body)[:body_size], tail.SerializeToString()))
 
     def view(
         self,

@@ -53,6 +53,7 @@ __all__ = [
     "CompactionPlan",
     "PlanResult",
     "TokenReading",
+    "has_live_root_events",
     "latest_prompt_token_count",
     "plan_after_invocation",
     "plan_sliding_window",
@@ -353,21 +354,34 @@ def plan_token_threshold(
     return PlanResult(None, skipped)
 
 
+def has_live_root_events(log: Sequence[event_pb2.Event]) -> bool:
+    """Whether an event of the root scope survives the rewinds (ADK's post-invocation pass does
+    nothing otherwise)."""
+    return any(not event.HasField("isolation_scope") for event in apply_rewinds(log))
+
+
 def plan_after_invocation(
     log: Sequence[event_pb2.Event],
     config: config_pb2.EventsCompactionConfig,
     *,
     other_agent_preamble: str = DEFAULT_OTHER_AGENT_PREAMBLE,
+    ignore_trigger: bool = False,
     memo: MutableMapping[int, int] | None = None,
 ) -> PlanResult:
     """What ADK does after an invocation (section 3.1): nothing for an empty root scope; the
     token threshold first (root scope, any author); if it plans nothing, the sliding window."""
-    if not any(not event.HasField("isolation_scope") for event in apply_rewinds(log)):
+    if not has_live_root_events(log):
         return PlanResult(None, NOTHING_TO_COMPACT)
-    token = plan_token_threshold(log, config, other_agent_preamble=other_agent_preamble, memo=memo)
+    token = plan_token_threshold(
+        log,
+        config,
+        other_agent_preamble=other_agent_preamble,
+        ignore_trigger=ignore_trigger,
+        memo=memo,
+    )
     if token.plan is not None:
         return token
-    sliding = plan_sliding_window(log, config, memo=memo)
+    sliding = plan_sliding_window(log, config, ignore_trigger=ignore_trigger, memo=memo)
     if sliding.plan is None and sliding.skipped == NOT_CONFIGURED:
         return token
     return sliding
