@@ -558,6 +558,36 @@ class ContextEngineClient:
         )
         return response.config
 
+    async def get_session_config(
+        self, app_name: str, user_id: str, session_id: str
+    ) -> pb.GetSessionConfigResponse:
+        """The session's own configuration and the compaction configuration in effect for it
+        (its own, else its app's)."""
+        request = pb.GetSessionConfigRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return await self._call(
+            lambda: self._sessions.GetSessionConfig(request, timeout=self.timeout),
+            _RETRYABLE_READ,
+        )
+
+    async def update_session_config(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: config_pb2.SessionConfig,
+    ) -> pb.UpdateSessionConfigResponse:
+        """Replaces the session's own configuration (an empty one removes the override); retried
+        safely (a replacement)."""
+        request = pb.UpdateSessionConfigRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id, config=config
+        )
+        return await self._call(
+            lambda: self._sessions.UpdateSessionConfig(request, timeout=self.timeout),
+            _RETRYABLE_WRITE,
+        )
+
     # Subscriptions -------------------------------------------------------------------------
 
     async def subscribe_events(

@@ -22,6 +22,7 @@ from contextengine.service._app_configs import AppConfigs
 from contextengine.service._event_cache import SessionEventCache
 from contextengine.service._handlers import generic_handler
 from contextengine.service._prompt_cache import PromptCache
+from contextengine.service._session_configs import SessionConfigs
 from contextengine.service.compaction_service import CompactionServicer
 from contextengine.service.context_service import ContextServicer
 from contextengine.service.memory_service import MemoryServicer
@@ -141,6 +142,8 @@ class ContextEngineServer:
         self.memory: MemoryService | None = None
         #: prompt-cache fields of BuildContext and managed Gemini caches (set by ``start``)
         self.prompt_cache: PromptCache | None = None
+        #: sessions' own configurations (set by ``start``)
+        self.session_configs: SessionConfigs | None = None
         self.store = store if store is not None else open_store(settings.db, settings.durability)
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
@@ -182,6 +185,8 @@ class ContextEngineServer:
         )
         events = SessionEventCache(self.store)
         configs = AppConfigs(self.store)
+        session_configs = self.session_configs = SessionConfigs(self.store, configs)
+        session_configs.start()
         self.broadcaster.start()
         streams = StreamSettings(
             buffer=self.settings.subscriber_buffer,
@@ -194,14 +199,15 @@ class ContextEngineServer:
             configs,
             self._summarizers or _default_summarizers(self.settings),
             backoff_seconds=self.settings.compaction_backoff_seconds,
-            policy=CacheAwarePolicy(configs, self.prompt_cache),
+            policy=CacheAwarePolicy(configs, self.prompt_cache, session_configs=session_configs),
+            session_configs=session_configs,
         )
         self.memory = MemoryService(
             open_memory_index(self.store, self.settings.memory_fts), events, configs
         )
         await self.memory.open()
         servicers = {
-            SESSION_SERVICE: SessionServicer(self.store, configs),
+            SESSION_SERVICE: SessionServicer(self.store, configs, session_configs),
             CONTEXT_SERVICE: ContextServicer(
                 configs,
                 events,
@@ -256,6 +262,8 @@ class ContextEngineServer:
             await self.memory.close()
         if self.prompt_cache is not None:
             await self.prompt_cache.aclose()
+        if self.session_configs is not None:
+            self.session_configs.close()
         await self.store.close()
         _LOG.info("stopped")
 

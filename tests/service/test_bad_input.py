@@ -286,6 +286,61 @@ async def test_app_config_bad_input(stub: Any) -> None:
     )
 
 
+async def test_session_config_bad_input(stub: Any) -> None:
+    session = {"session_id": "s1", **A}
+    for call, request in (
+        (stub.GetSessionConfig, pb.GetSessionConfigRequest),
+        (stub.UpdateSessionConfig, pb.UpdateSessionConfigRequest),
+    ):
+        await expect(call(request(user_id="u1")), INVALID, "MISSING_FIELD", "app_name")
+        await expect(call(request(app_name="app")), INVALID, "MISSING_FIELD", "user_id")
+        await expect(call(request(**A)), INVALID, "MISSING_FIELD", "session_id")
+        await expect(call(request(session_id="s\x00", **A)), INVALID, "INVALID_ID", "session_id")
+    empty = config_pb2.SessionConfig()
+    await expect(
+        stub.GetSessionConfig(pb.GetSessionConfigRequest(session_id="nope", **A)),
+        grpc.StatusCode.NOT_FOUND,
+        "SESSION_NOT_FOUND",
+    )
+    await expect(
+        stub.UpdateSessionConfig(
+            pb.UpdateSessionConfigRequest(session_id="nope", config=empty, **A)
+        ),
+        grpc.StatusCode.NOT_FOUND,
+        "SESSION_NOT_FOUND",
+    )
+    await expect(
+        stub.UpdateSessionConfig(pb.UpdateSessionConfigRequest(**session)),
+        INVALID,
+        "MISSING_FIELD",
+        "config",
+    )
+    for bad, field in (
+        (
+            config_pb2.EventsCompactionConfig(token_threshold=10),
+            "config.events_compaction_config.token_threshold",
+        ),
+        (
+            config_pb2.EventsCompactionConfig(compaction_interval=0, overlap_size=1),
+            "config.events_compaction_config.compaction_interval",
+        ),
+        (config_pb2.EventsCompactionConfig(), "config.events_compaction_config"),
+    ):
+        await expect(
+            stub.UpdateSessionConfig(
+                pb.UpdateSessionConfigRequest(
+                    config=config_pb2.SessionConfig(events_compaction_config=bad), **session
+                )
+            ),
+            INVALID,
+            "INVALID_COMPACTION_CONFIG",
+            field,
+        )
+    # Nothing was stored by the rejected updates.
+    stored = await stub.GetSessionConfig(pb.GetSessionConfigRequest(**session))
+    assert stored.config == empty
+
+
 async def test_oversized_request_is_resource_exhausted(stub: Any) -> None:
     big = text_event("x" * (100 * 1024))
     await expect(

@@ -617,6 +617,52 @@ async def test_app_config_round_trip(store: EventStore, clock: FakeClock) -> Non
     assert fetched.update_time == 78.0
 
 
+# --- session config -------------------------------------------------------------------------------
+
+
+def _sliding(interval: int, overlap: int) -> config_pb2.SessionConfig:
+    config = config_pb2.SessionConfig()
+    config.events_compaction_config.compaction_interval = interval
+    config.events_compaction_config.overlap_size = overlap
+    return config
+
+
+async def test_session_config_round_trip(store: EventStore, clock: FakeClock) -> None:
+    await create(store)
+    assert await store.get_session_config(KEY) == config_pb2.SessionConfig()
+
+    config = _sliding(4, 2)
+    clock.now = 55.0
+    stored = await store.put_session_config(KEY, config)
+    assert stored.update_time == 55.0
+    assert config.update_time == 0.0  # the caller's message is not modified
+    assert await store.get_session_config(KEY) == stored
+    stored.events_compaction_config.compaction_interval = 9  # nor is the store's copy
+    assert (await store.get_session_config(KEY)).events_compaction_config.compaction_interval == 4
+
+    other = SessionKey(APP, "u1", "s2")
+    await create(store, other)
+    assert await store.get_session_config(other) == config_pb2.SessionConfig()
+
+    clock.now = 56.0
+    cleared = await store.put_session_config(KEY, config_pb2.SessionConfig())
+    assert not cleared.HasField("events_compaction_config")
+    assert (await store.get_session_config(KEY)).update_time == 56.0
+
+
+async def test_session_config_needs_the_session_and_goes_with_it(store: EventStore) -> None:
+    await raises("SESSION_NOT_FOUND", store.get_session_config(KEY))
+    await raises("SESSION_NOT_FOUND", store.put_session_config(KEY, _sliding(2, 1)))
+    await create(store)
+    await store.put_session_config(KEY, _sliding(2, 1))
+    await store.append_events(KEY, [ev("a")], None)  # appends leave it alone
+    assert (await store.get_session_config(KEY)).events_compaction_config.overlap_size == 1
+    assert await store.delete_session(KEY)
+    await raises("SESSION_NOT_FOUND", store.get_session_config(KEY))
+    await create(store)  # the same id again: a new session, without the old one's config
+    assert await store.get_session_config(KEY) == config_pb2.SessionConfig()
+
+
 # --- copies ---------------------------------------------------------------------------------------
 
 

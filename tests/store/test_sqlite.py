@@ -367,3 +367,25 @@ async def test_acknowledged_appends_survive_kill_9(db_path: Path) -> None:
     stored = [event.id for event in events]
     assert set(acknowledged) <= set(stored)
     assert [event.sequence for event in events] == list(range(1, last + 1))
+
+
+async def test_a_database_from_before_session_configs_is_upgraded(db_path: Path) -> None:
+    """Sessions created before migration 0003 keep working and have no configuration."""
+    with raw(db_path) as conn:
+        conn.isolation_level = None
+        migrate(conn, load_migrations()[:2])
+        conn.execute(
+            "INSERT INTO sessions (app_name, user_id, session_id, state, create_time,"
+            " update_time, last_sequence) VALUES ('app', 'u', 'old', '{}', 1.0, 1.0, 0)"
+        )
+    key = SessionKey("app", "u", "old")
+    async with opened(db_path) as store:
+        assert (await store.diagnostics()).schema_version == len(load_migrations())
+        assert await store.get_session_config(key) == config_pb2.SessionConfig()
+        config = config_pb2.SessionConfig()
+        config.events_compaction_config.token_threshold = 100
+        config.events_compaction_config.event_retention_size = 2
+        await store.put_session_config(key, config)
+    async with opened(db_path) as store:
+        stored = await store.get_session_config(key)
+    assert stored.events_compaction_config.token_threshold == 100

@@ -50,6 +50,7 @@ from contextengine.core.context import (
 from contextengine.core.context._compaction_view import latest_non_subsumed_compaction
 from contextengine.service._app_configs import AppConfigs
 from contextengine.service._prompt_cache import PromptCache, settings_of
+from contextengine.service._session_configs import SessionConfigs
 from contextengine.store import SessionKey
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 
@@ -68,10 +69,14 @@ class CacheAwarePolicy:
         prompt_cache: PromptCache,
         *,
         clock: Callable[[], float] = time.time,
+        session_configs: SessionConfigs | None = None,
     ) -> None:
+        """``session_configs``: sessions' own compaction configurations, which replace their
+        app's (None: the app's always applies)."""
         self._configs = configs
         self._prompt_cache = prompt_cache
         self._clock = clock
+        self._session_configs = session_configs
 
     async def _app(self, key: SessionKey) -> config_pb2.AppConfig | None:
         app = await self._configs.get(key.app_name)
@@ -79,12 +84,23 @@ class CacheAwarePolicy:
             return None
         return app
 
+    async def _compaction(
+        self, key: SessionKey, app: config_pb2.AppConfig
+    ) -> config_pb2.EventsCompactionConfig:
+        """The compaction configuration in effect for the session (empty: none)."""
+        if self._session_configs is None:
+            return app.events_compaction_config
+        config = await self._session_configs.compaction(key)
+        return config if config is not None else config_pb2.EventsCompactionConfig()
+
     @staticmethod
-    def hard_limit(app: config_pb2.AppConfig) -> int | None:
+    def hard_limit(
+        app: config_pb2.AppConfig, compaction: config_pb2.EventsCompactionConfig
+    ) -> int | None:
+        """The app's ``hard_token_limit``, else the session's token threshold."""
         aware = app.context_cache_config.cache_aware_compaction
         if aware.HasField("hard_token_limit"):
             return aware.hard_token_limit
-        compaction = app.events_compaction_config
         if compaction.HasField("token_threshold"):
             return compaction.token_threshold
         return None
@@ -93,7 +109,7 @@ class CacheAwarePolicy:
         app = await self._app(key)
         if app is None or due:
             return due
-        limit = self.hard_limit(app)
+        limit = self.hard_limit(app, await self._compaction(key, app))
         if limit is None:
             return False
         predicted = predicted_prompt_tokens(log, view.agent_name)
@@ -118,14 +134,14 @@ class CacheAwarePolicy:
 
     def _fallback(
         self,
-        app: config_pb2.AppConfig,
+        compaction: config_pb2.EventsCompactionConfig,
         log: list[event_pb2.Event],
         plan: CompactionPlan,
         at_limit: bool,
     ) -> CompactionPlan | None:
         if plan.trigger != TOKEN_THRESHOLD and not at_limit:
             return plan
-        config = app.events_compaction_config
+        config = compaction
         if plan.trigger != TOKEN_THRESHOLD:
             config = config_pb2.EventsCompactionConfig(event_retention_size=0)
         return consolidated_plan(log, config, plan.isolation_scope) or plan
@@ -141,12 +157,13 @@ class CacheAwarePolicy:
         app = await self._app(key)
         if app is None:
             return plan
-        limit = self.hard_limit(app)
+        compaction = await self._compaction(key, app)
+        limit = self.hard_limit(app, compaction)
         prefix = cached_prefix(log, view.agent_name or None)
         predicted = predicted_prompt_tokens(log, prefix.owner if prefix is not None else "")
         at_limit = limit is not None and predicted is not None and predicted >= limit
         if prefix is None:
-            return self._fallback(app, log, plan, at_limit)
+            return self._fallback(compaction, log, plan, at_limit)
         seen = self._prompt_cache.seen(key, prefix.owner)
         invocation = seen.invocation_id if seen is not None and view.agent_name else None
         settings = settings_of(app.context_cache_config)
@@ -166,7 +183,7 @@ class CacheAwarePolicy:
         if seen is not None and (
             Fingerprints(seen.prefix, contents).of(count) != prefix.metadata.fingerprint
         ):
-            return self._fallback(app, log, plan, at_limit)  # the prefix is gone already
+            return self._fallback(compaction, log, plan, at_limit)  # the prefix is gone already
         narrowed = restricted_plan(plan, log, prefix.boundary_sequence)
         if narrowed is not None and self._narrowed_is_enough(
             log, narrowed, contents, options, count, predicted, None if warm else limit
@@ -174,7 +191,7 @@ class CacheAwarePolicy:
             return narrowed
         if warm:
             return None
-        return self._fallback(app, log, plan, at_limit)
+        return self._fallback(compaction, log, plan, at_limit)
 
     def _narrowed_is_enough(
         self,

@@ -51,6 +51,7 @@ from contextengine.core.events import normalize_for_append
 from contextengine.errors import ContextEngineError
 from contextengine.service._app_configs import AppConfigs
 from contextengine.service._event_cache import SessionEventCache, SessionLog
+from contextengine.service._session_configs import SessionConfigs
 from contextengine.store import EventStore, SessionKey
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 
@@ -216,12 +217,16 @@ class Compactor:
         backoff_seconds: float = 2.0,
         max_backoff_seconds: float = 300.0,
         policy: CompactionPolicy | None = None,
+        session_configs: SessionConfigs | None = None,
     ) -> None:
+        """``session_configs``: sessions' own compaction configurations, which replace their
+        app's (None: the app's always applies)."""
         #: reviews automatic compactions (None: google-adk's triggers and ranges unchanged)
         self.policy = policy
         self._store = store
         self._events = events
         self._configs = configs
+        self._session_configs = session_configs
         self._summarizer_factory = summarizers
         self._summarizers: dict[bytes, Summarizer | None] = {}
         self._clock = clock
@@ -243,6 +248,10 @@ class Compactor:
         return await self._configs.get(key.app_name)
 
     async def compaction_config(self, key: SessionKey) -> config_pb2.EventsCompactionConfig | None:
+        """The configuration in effect for the session (its own, else its app's); None: the
+        session is not compacted."""
+        if self._session_configs is not None:
+            return await self._session_configs.compaction(key)
         app = await self._app(key)
         if app is None or not app.HasField("events_compaction_config"):
             return None
@@ -325,13 +334,15 @@ class Compactor:
         if config is None:
             raise ContextEngineError(
                 "COMPACTION_NOT_CONFIGURED",
-                f"app {key.app_name!r} has no events_compaction_config",
+                f"neither session {key.session_id!r} nor its app {key.app_name!r} has an "
+                "events_compaction_config",
                 app_name=key.app_name,
             )
         if not _configures(config, trigger):
             raise ContextEngineError(
                 "COMPACTION_NOT_CONFIGURED",
-                f"app {key.app_name!r} does not configure the {trigger} trigger",
+                f"the compaction configuration of session {key.session_id!r} (app "
+                f"{key.app_name!r}) does not configure the {trigger} trigger",
                 app_name=key.app_name,
             )
         return config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from contextengine.compaction.factory import check_summarizer_config
 from contextengine.core import page_tokens
@@ -19,6 +19,7 @@ from contextengine.core.state import validate_state
 from contextengine.core.structs import dict_to_struct, struct_to_dict
 from contextengine.core.validate import (
     check_app_config,
+    check_compaction_config,
     check_event,
     check_id,
     check_page_size,
@@ -27,10 +28,14 @@ from contextengine.core.validate import (
 from contextengine.errors import ContextEngineError, invalid, session_not_found
 from contextengine.memory.preload import check_memory_config
 from contextengine.service._app_configs import AppConfigs
+from contextengine.service._session_configs import SessionConfigs
 from contextengine.store import EventFilter, EventStore, SessionKey, StoredSession
 from contextengine.v1 import config_pb2, event_pb2, session_pb2, session_service_pb2 as pb
 
 Clock = Callable[[], float]
+SessionConfigResponse = TypeVar(
+    "SessionConfigResponse", pb.GetSessionConfigResponse, pb.UpdateSessionConfigResponse
+)
 
 _REWIND_ATTEMPTS = 5
 
@@ -58,10 +63,15 @@ class SessionServicer:
     """Implements every RPC of ``SessionService``; errors are raised as ContextEngineError."""
 
     def __init__(
-        self, store: EventStore, configs: AppConfigs | None = None, clock: Clock = time.time
+        self,
+        store: EventStore,
+        configs: AppConfigs,
+        session_configs: SessionConfigs,
+        clock: Clock = time.time,
     ) -> None:
         self._store = store
-        self._configs = configs if configs is not None else AppConfigs(store)
+        self._configs = configs
+        self._session_configs = session_configs
         self._clock = clock
 
     async def CreateSession(
@@ -276,3 +286,37 @@ class SessionServicer:
         config.update_time = self._clock()
         stored = await self._configs.put(config)
         return pb.UpdateAppConfigResponse(config=stored)
+
+    async def GetSessionConfig(
+        self, request: pb.GetSessionConfigRequest, context: object
+    ) -> pb.GetSessionConfigResponse:
+        key = _key(request)
+        config = await self._session_configs.get(key)
+        return self._session_config_response(
+            pb.GetSessionConfigResponse(config=config),
+            await self._session_configs.compaction(key),
+        )
+
+    async def UpdateSessionConfig(
+        self, request: pb.UpdateSessionConfigRequest, context: object
+    ) -> pb.UpdateSessionConfigResponse:
+        key = _key(request)
+        if not request.HasField("config"):
+            raise invalid("MISSING_FIELD", "config", "config is required (it may be empty)")
+        if request.config.HasField("events_compaction_config"):
+            check_compaction_config(
+                request.config.events_compaction_config, "config.events_compaction_config"
+            )
+        stored = await self._session_configs.put(key, request.config)
+        return self._session_config_response(
+            pb.UpdateSessionConfigResponse(config=stored),
+            await self._session_configs.compaction(key),
+        )
+
+    @staticmethod
+    def _session_config_response(
+        response: SessionConfigResponse, effective: config_pb2.EventsCompactionConfig | None
+    ) -> SessionConfigResponse:
+        if effective is not None:
+            response.effective_compaction_config.CopyFrom(effective)
+        return response

@@ -133,7 +133,8 @@ class StateAt:
 
 
 class EventStore(Protocol):
-    """Storage of sessions, their event logs, scoped state and app configuration."""
+    """Storage of sessions, their event logs, scoped state, and app and session
+    configuration."""
 
     async def open(self) -> None:
         """Prepares the store (creates or migrates the schema). Called once before use."""
@@ -203,3 +204,14 @@ class EventStore(Protocol):
 
     async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
         """Replaces the configuration (sets ``update_time``) and returns it as stored."""
+
+    async def get_session_config(self, key: SessionKey) -> config_pb2.SessionConfig:
+        """The session's own configuration (empty if never set); SESSION_NOT_FOUND if the
+        session does not exist."""
+
+    async def put_session_config(
+        self, key: SessionKey, config: config_pb2.SessionConfig
+    ) -> config_pb2.SessionConfig:
+        """Replaces the session's own configuration (sets ``update_time``) and returns it as
+        stored; SESSION_NOT_FOUND if the session does not exist. Deleting the session deletes
+        it."""

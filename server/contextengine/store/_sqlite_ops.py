@@ -155,6 +155,21 @@ def put_app_config(
     return config
 
 
+def put_session_config(
+    tx: WriteTx, *, key: SessionKey, config: config_pb2.SessionConfig, now: float
+) -> config_pb2.SessionConfig:
+    """``config`` is the store's own copy; its ``update_time`` is set to ``now``."""
+    row = tx.sessions.get(key)
+    if row is None:
+        raise session_not_found(key.app_name, key.user_id, key.session_id)
+    config.update_time = now
+    tx.db.execute(
+        "UPDATE sessions SET config = ? WHERE id = ?",
+        (config.SerializeToString(deterministic=True), row.pk),
+    )
+    return config
+
+
 def _take_position(db: sqlite3.Connection) -> int:
     """Takes the next position without inserting an event (see the module docstring)."""
     taken = db.execute(

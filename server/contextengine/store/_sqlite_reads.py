@@ -176,6 +176,18 @@ def get_app_config(db: sqlite3.Connection, *, app_name: str) -> config_pb2.AppCo
     return None if found is None else config_pb2.AppConfig.FromString(found[0])
 
 
+def get_session_config(db: sqlite3.Connection, *, key: SessionKey) -> config_pb2.SessionConfig:
+    found = db.execute(
+        "SELECT config FROM sessions WHERE app_name = ? AND user_id = ? AND session_id = ?",
+        (key.app_name, key.user_id, key.session_id),
+    ).fetchone()
+    if found is None:
+        raise session_not_found(key.app_name, key.user_id, key.session_id)
+    if found[0] is None:
+        return config_pb2.SessionConfig()
+    return config_pb2.SessionConfig.FromString(found[0])
+
+
 def _app_state(db: sqlite3.Connection, app_name: str) -> str | None:
     """The app's state as stored (JSON text), None when it has none."""
     found = db.execute("SELECT state FROM app_states WHERE app_name = ?", (app_name,)).fetchone()

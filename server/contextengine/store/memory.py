@@ -49,6 +49,8 @@ class _Session:
     #: ``positions[i]`` is the global position of ``events[i]``
     positions: list[int] = field(default_factory=list)
     by_id: dict[str, event_pb2.Event] = field(default_factory=dict)
+    #: the session's own configuration (empty: none set)
+    config: config_pb2.SessionConfig = field(default_factory=config_pb2.SessionConfig)
 
 
 class MemoryStore:
@@ -217,6 +219,25 @@ class MemoryStore:
         stored.update_time = self._clock()
         self._configs[stored.app_name] = stored
         return _copy_config(stored)
+
+    async def get_session_config(self, key: SessionKey) -> config_pb2.SessionConfig:
+        self._check_open()
+        copied = config_pb2.SessionConfig()
+        copied.CopyFrom(self._session(key).config)
+        return copied
+
+    async def put_session_config(
+        self, key: SessionKey, config: config_pb2.SessionConfig
+    ) -> config_pb2.SessionConfig:
+        self._check_open()
+        session = self._session(key)
+        stored = config_pb2.SessionConfig()
+        stored.CopyFrom(config)
+        stored.update_time = self._clock()
+        session.config = stored
+        copied = config_pb2.SessionConfig()
+        copied.CopyFrom(stored)
+        return copied
 
     def _take_positions(self, count: int) -> int:
         """Takes ``count`` consecutive positions and returns the first."""

@@ -209,6 +209,18 @@ class SqliteStore:
         owned.CopyFrom(config)
         return await self._write(partial(ops.put_app_config, config=owned, now=self._clock()))
 
+    async def get_session_config(self, key: SessionKey) -> config_pb2.SessionConfig:
+        return await self._read(partial(reads.get_session_config, key=key))
+
+    async def put_session_config(
+        self, key: SessionKey, config: config_pb2.SessionConfig
+    ) -> config_pb2.SessionConfig:
+        owned = config_pb2.SessionConfig()
+        owned.CopyFrom(config)
+        return await self._write(
+            partial(ops.put_session_config, key=key, config=owned, now=self._clock())
+        )
+
     def _open_writer(self) -> BatchWriter:
         if self._writer is None:
             raise _not_open(self._closed)

@@ -108,6 +108,43 @@ class AppConfig(_message.Message):
 Global___AppConfig: _TypeAlias = AppConfig  # noqa: Y015
 
 @_typing.final
+class SessionConfig(_message.Message):
+    """What one session sets for itself, over its app's configuration. Stored with the session: it
+    goes when the session is deleted, and a session created again under the same id starts
+    without one.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_COMPACTION_CONFIG_FIELD_NUMBER: _builtins.int
+    UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    update_time: _builtins.float
+    """Server time (seconds since the Unix epoch) of the last update; set by the server. 0: never
+    set.
+    """
+    @_builtins.property
+    def events_compaction_config(self) -> Global___EventsCompactionConfig:
+        """Replaces the app's `events_compaction_config` for this session, whole (fields are not
+        merged): the engine compacts this session, plans its compactions and checks its token
+        threshold with this one. Validated with the same rules as the app's. Unset: the app's
+        configuration applies. The app's summarizer and other settings still apply.
+        """
+
+    def __init__(
+        self,
+        *,
+        events_compaction_config: Global___EventsCompactionConfig | None = ...,
+        update_time: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["events_compaction_config", b"events_compaction_config"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events_compaction_config", b"events_compaction_config", "update_time", b"update_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SessionConfig: _TypeAlias = SessionConfig  # noqa: Y015
+
+@_typing.final
 class MemoryConfig(_message.Message):
     """Long-term memory settings of an app (see memory_service.proto)."""
 

@@ -681,3 +681,133 @@ class UpdateAppConfigResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___UpdateAppConfigResponse: _TypeAlias = UpdateAppConfigResponse  # noqa: Y015
+
+@_typing.final
+class GetSessionConfigRequest(_message.Message):
+    """Request of GetSessionConfig."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APP_NAME_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    app_name: _builtins.str
+    """The app. Required."""
+    user_id: _builtins.str
+    """The user. Required."""
+    session_id: _builtins.str
+    """The session. Required."""
+    def __init__(
+        self,
+        *,
+        app_name: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        session_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "session_id", b"session_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetSessionConfigRequest: _TypeAlias = GetSessionConfigRequest  # noqa: Y015
+
+@_typing.final
+class GetSessionConfigResponse(_message.Message):
+    """Response of GetSessionConfig."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONFIG_FIELD_NUMBER: _builtins.int
+    EFFECTIVE_COMPACTION_CONFIG_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def config(self) -> _config_pb2.SessionConfig:
+        """The session's own configuration; empty (update_time 0) if none was ever set."""
+
+    @_builtins.property
+    def effective_compaction_config(self) -> _config_pb2.EventsCompactionConfig:
+        """The compaction configuration the engine uses for this session: the session's own if set,
+        else the app's; unset if neither is.
+        """
+
+    def __init__(
+        self,
+        *,
+        config: _config_pb2.SessionConfig | None = ...,
+        effective_compaction_config: _config_pb2.EventsCompactionConfig | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "effective_compaction_config", b"effective_compaction_config"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "effective_compaction_config", b"effective_compaction_config"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetSessionConfigResponse: _TypeAlias = GetSessionConfigResponse  # noqa: Y015
+
+@_typing.final
+class UpdateSessionConfigRequest(_message.Message):
+    """Request of UpdateSessionConfig."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APP_NAME_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    CONFIG_FIELD_NUMBER: _builtins.int
+    app_name: _builtins.str
+    """The app. Required."""
+    user_id: _builtins.str
+    """The user. Required."""
+    session_id: _builtins.str
+    """The session. Required."""
+    @_builtins.property
+    def config(self) -> _config_pb2.SessionConfig:
+        """The new configuration, replacing the previous one whole. Required (may be empty)."""
+
+    def __init__(
+        self,
+        *,
+        app_name: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        session_id: _builtins.str = ...,
+        config: _config_pb2.SessionConfig | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "config", b"config", "session_id", b"session_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateSessionConfigRequest: _TypeAlias = UpdateSessionConfigRequest  # noqa: Y015
+
+@_typing.final
+class UpdateSessionConfigResponse(_message.Message):
+    """Response of UpdateSessionConfig."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONFIG_FIELD_NUMBER: _builtins.int
+    EFFECTIVE_COMPACTION_CONFIG_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def config(self) -> _config_pb2.SessionConfig:
+        """The configuration as stored."""
+
+    @_builtins.property
+    def effective_compaction_config(self) -> _config_pb2.EventsCompactionConfig:
+        """The compaction configuration in effect for the session from now on (see
+        GetSessionConfigResponse).
+        """
+
+    def __init__(
+        self,
+        *,
+        config: _config_pb2.SessionConfig | None = ...,
+        effective_compaction_config: _config_pb2.EventsCompactionConfig | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "effective_compaction_config", b"effective_compaction_config"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "effective_compaction_config", b"effective_compaction_config"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateSessionConfigResponse: _TypeAlias = UpdateSessionConfigResponse  # noqa: Y015

@@ -85,6 +85,16 @@ class SessionServiceStub:
                 request_serializer=contextengine_dot_v1_dot_session__service__pb2.UpdateAppConfigRequest.SerializeToString,
                 response_deserializer=contextengine_dot_v1_dot_session__service__pb2.UpdateAppConfigResponse.FromString,
                 _registered_method=True)
+        self.GetSessionConfig = channel.unary_unary(
+                '/contextengine.v1.SessionService/GetSessionConfig',
+                request_serializer=contextengine_dot_v1_dot_session__service__pb2.GetSessionConfigRequest.SerializeToString,
+                response_deserializer=contextengine_dot_v1_dot_session__service__pb2.GetSessionConfigResponse.FromString,
+                _registered_method=True)
+        self.UpdateSessionConfig = channel.unary_unary(
+                '/contextengine.v1.SessionService/UpdateSessionConfig',
+                request_serializer=contextengine_dot_v1_dot_session__service__pb2.UpdateSessionConfigRequest.SerializeToString,
+                response_deserializer=contextengine_dot_v1_dot_session__service__pb2.UpdateSessionConfigResponse.FromString,
+                _registered_method=True)
 
 
 class SessionServiceServicer:
@@ -173,6 +183,23 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetSessionConfig(self, request, context):
+        """Returns a session's own configuration (an empty one if none was set) and the compaction
+        configuration in effect for it. NOT_FOUND if the session does not exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateSessionConfig(self, request, context):
+        """Replaces a session's own configuration after validating it (an empty configuration removes
+        the override). NOT_FOUND if the session does not exist. Takes effect for the next trigger; a
+        compaction already running finishes with the configuration it started with.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -225,6 +252,16 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.UpdateAppConfig,
                     request_deserializer=contextengine_dot_v1_dot_session__service__pb2.UpdateAppConfigRequest.FromString,
                     response_serializer=contextengine_dot_v1_dot_session__service__pb2.UpdateAppConfigResponse.SerializeToString,
+            ),
+            'GetSessionConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSessionConfig,
+                    request_deserializer=contextengine_dot_v1_dot_session__service__pb2.GetSessionConfigRequest.FromString,
+                    response_serializer=contextengine_dot_v1_dot_session__service__pb2.GetSessionConfigResponse.SerializeToString,
+            ),
+            'UpdateSessionConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateSessionConfig,
+                    request_deserializer=contextengine_dot_v1_dot_session__service__pb2.UpdateSessionConfigRequest.FromString,
+                    response_serializer=contextengine_dot_v1_dot_session__service__pb2.UpdateSessionConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -498,6 +535,60 @@ class SessionService:
             '/contextengine.v1.SessionService/UpdateAppConfig',
             contextengine_dot_v1_dot_session__service__pb2.UpdateAppConfigRequest.SerializeToString,
             contextengine_dot_v1_dot_session__service__pb2.UpdateAppConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSessionConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextengine.v1.SessionService/GetSessionConfig',
+            contextengine_dot_v1_dot_session__service__pb2.GetSessionConfigRequest.SerializeToString,
+            contextengine_dot_v1_dot_session__service__pb2.GetSessionConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateSessionConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextengine.v1.SessionService/UpdateSessionConfig',
+            contextengine_dot_v1_dot_session__service__pb2.UpdateSessionConfigRequest.SerializeToString,
+            contextengine_dot_v1_dot_session__service__pb2.UpdateSessionConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -84,6 +84,15 @@ class SessionServiceStub:
     """Returns an app's configuration (an empty configuration if none was set)."""
     UpdateAppConfig: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.UpdateAppConfigRequest, _session_service_pb2.UpdateAppConfigResponse]
     """Replaces an app's configuration after validating it with ADK's rules."""
+    GetSessionConfig: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetSessionConfigRequest, _session_service_pb2.GetSessionConfigResponse]
+    """Returns a session's own configuration (an empty one if none was set) and the compaction
+    configuration in effect for it. NOT_FOUND if the session does not exist.
+    """
+    UpdateSessionConfig: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.UpdateSessionConfigRequest, _session_service_pb2.UpdateSessionConfigResponse]
+    """Replaces a session's own configuration after validating it (an empty configuration removes
+    the override). NOT_FOUND if the session does not exist. Takes effect for the next trigger; a
+    compaction already running finishes with the configuration it started with.
+    """
 
 @_typing.type_check_only
 class SessionServiceAsyncStub(SessionServiceStub):
@@ -129,6 +138,15 @@ class SessionServiceAsyncStub(SessionServiceStub):
     """Returns an app's configuration (an empty configuration if none was set)."""
     UpdateAppConfig: _aio.UnaryUnaryMultiCallable[_session_service_pb2.UpdateAppConfigRequest, _session_service_pb2.UpdateAppConfigResponse]  # type: ignore[assignment]
     """Replaces an app's configuration after validating it with ADK's rules."""
+    GetSessionConfig: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetSessionConfigRequest, _session_service_pb2.GetSessionConfigResponse]  # type: ignore[assignment]
+    """Returns a session's own configuration (an empty one if none was set) and the compaction
+    configuration in effect for it. NOT_FOUND if the session does not exist.
+    """
+    UpdateSessionConfig: _aio.UnaryUnaryMultiCallable[_session_service_pb2.UpdateSessionConfigRequest, _session_service_pb2.UpdateSessionConfigResponse]  # type: ignore[assignment]
+    """Replaces a session's own configuration after validating it (an empty configuration removes
+    the override). NOT_FOUND if the session does not exist. Takes effect for the next trigger; a
+    compaction already running finishes with the configuration it started with.
+    """
 
 class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
     """Sessions and their event logs."""
@@ -231,5 +249,26 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_session_service_pb2.UpdateAppConfigResponse, _abc.Awaitable[_session_service_pb2.UpdateAppConfigResponse]]:
         """Replaces an app's configuration after validating it with ADK's rules."""
+
+    @_abc_1.abstractmethod
+    def GetSessionConfig(
+        self,
+        request: _session_service_pb2.GetSessionConfigRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_service_pb2.GetSessionConfigResponse, _abc.Awaitable[_session_service_pb2.GetSessionConfigResponse]]:
+        """Returns a session's own configuration (an empty one if none was set) and the compaction
+        configuration in effect for it. NOT_FOUND if the session does not exist.
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateSessionConfig(
+        self,
+        request: _session_service_pb2.UpdateSessionConfigRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_service_pb2.UpdateSessionConfigResponse, _abc.Awaitable[_session_service_pb2.UpdateSessionConfigResponse]]:
+        """Replaces a session's own configuration after validating it (an empty configuration removes
+        the override). NOT_FOUND if the session does not exist. Takes effect for the next trigger; a
+        compaction already running finishes with the configuration it started with.
+        """
 
 def add_SessionServiceServicer_to_server(servicer: SessionServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

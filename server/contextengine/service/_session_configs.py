@@ -1,0 +1,100 @@
+"""Sessions' own configurations (``SessionConfig``), read through a process-local cache, and the
+compaction configuration in effect for a session: its own if it sets one, else its app's.
+
+The compactor asks for a session's compaction configuration on every BuildContext, so the answer
+is cached (up to ``capacity`` sessions, least recently used dropped), including "none set". The
+sidecar is the only writer of its store and every update goes through :meth:`SessionConfigs.put`;
+a session deleted or created again is dropped from the cache when the store commits it (a commit
+listener), so a session created again under the same id never sees its predecessor's entry. A
+store read or update that overlapped any of these changes is not cached (the next call reads the
+store again).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+from contextengine.errors import ContextEngineError
+from contextengine.service._app_configs import AppConfigs
+from contextengine.store import Change, EventStore, SessionCreated, SessionDeleted, SessionKey
+from contextengine.v1 import config_pb2
+
+DEFAULT_CAPACITY = 10_000
+
+
+class SessionConfigs:
+    def __init__(
+        self, store: EventStore, apps: AppConfigs, *, capacity: int = DEFAULT_CAPACITY
+    ) -> None:
+        self._store = store
+        self._apps = apps
+        self._capacity = capacity
+        self._cache: OrderedDict[SessionKey, config_pb2.SessionConfig] = OrderedDict()
+        #: bumped by every update and every session created or deleted
+        self._version = 0
+        self._unlisten: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        if self._unlisten is None:
+            self._unlisten = self._store.add_commit_listener(self._on_commit)
+
+    def close(self) -> None:
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+
+    async def get(self, key: SessionKey) -> config_pb2.SessionConfig:
+        """The session's own configuration (empty if none is set); SESSION_NOT_FOUND if the
+        session does not exist. Treat it as read-only."""
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        version = self._version
+        config = await self._store.get_session_config(key)
+        if version == self._version:
+            self._remember(key, config)
+        return config
+
+    async def put(
+        self, key: SessionKey, config: config_pb2.SessionConfig
+    ) -> config_pb2.SessionConfig:
+        """Stores the session's new configuration (validated by the caller)."""
+        version = self._version
+        stored = await self._store.put_session_config(key, config)
+        overlapped = version != self._version
+        self._version += 1
+        if overlapped:
+            self._cache.pop(key, None)
+        else:
+            self._remember(key, stored)
+        return stored
+
+    async def compaction(self, key: SessionKey) -> config_pb2.EventsCompactionConfig | None:
+        """The compaction configuration in effect for the session: its own, else its app's
+        (also for a session that does not exist: callers report that themselves)."""
+        try:
+            own = await self.get(key)
+        except ContextEngineError as error:
+            if error.reason != "SESSION_NOT_FOUND":
+                raise
+        else:
+            if own.HasField("events_compaction_config"):
+                return own.events_compaction_config
+        app = await self._apps.get(key.app_name)
+        if app is None or not app.HasField("events_compaction_config"):
+            return None
+        return app.events_compaction_config
+
+    def _remember(self, key: SessionKey, config: config_pb2.SessionConfig) -> None:
+        self._cache[key] = config
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._capacity:
+            self._cache.popitem(last=False)
+
+    def _on_commit(self, changes: Sequence[Change]) -> None:
+        for change in changes:
+            if isinstance(change, SessionCreated | SessionDeleted):
+                self._version += 1
+                self._cache.pop(change.key, None)
