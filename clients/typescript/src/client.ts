@@ -64,6 +64,8 @@ import {
   type DeleteSessionResponse,
   type GetAppConfigRequestSchema,
   type GetAppConfigResponse,
+  type GetSessionConfigRequestSchema,
+  type GetSessionConfigResponse,
   type GetSessionRequestSchema,
   type GetSessionResponse,
   type ListEventsRequestSchema,
@@ -75,6 +77,8 @@ import {
   SessionService,
   type UpdateAppConfigRequestSchema,
   type UpdateAppConfigResponse,
+  type UpdateSessionConfigRequestSchema,
+  type UpdateSessionConfigResponse,
 } from "./gen/contextengine/v1/session_service_pb.js";
 import {
   type SubscribeEventsRequestSchema,
@@ -406,6 +410,40 @@ export class ContextEngineClient {
       ["appName", "config.app_name"],
     ]);
     return this.call(method, true, options, (o) => this.raw.sessions.updateAppConfig(request, o));
+  }
+
+  // Session configuration ---------------------------------------------------------------------
+
+  /**
+   * A session's own configuration (empty, `updateTime` 0, if none was set) and
+   * `effectiveCompactionConfig`: the compaction configuration the engine uses for the session
+   * (its own if set, else its app's; unset if neither is). NOT_FOUND / SESSION_NOT_FOUND for a
+   * missing session.
+   */
+  getSessionConfig(
+    request: Init<typeof GetSessionConfigRequestSchema>,
+    options?: CallOptions,
+  ): Promise<GetSessionConfigResponse> {
+    const method = "SessionService/GetSessionConfig";
+    requireFields(method, request, SESSION);
+    return this.call(method, true, options, (o) => this.raw.sessions.getSessionConfig(request, o));
+  }
+
+  /**
+   * Replaces a session's own configuration whole (`config: {}` removes the override, so the
+   * app's applies again); resolves to the stored configuration and the compaction configuration
+   * now in effect. The configuration is validated like the app's (INVALID_ARGUMENT /
+   * INVALID_COMPACTION_CONFIG naming the field). A retry writes the same configuration again.
+   */
+  updateSessionConfig(
+    request: Init<typeof UpdateSessionConfigRequestSchema>,
+    options?: CallOptions,
+  ): Promise<UpdateSessionConfigResponse> {
+    const method = "SessionService/UpdateSessionConfig";
+    requireFields(method, request, [...SESSION, ["config", "config"]]);
+    return this.call(method, true, options, (o) =>
+      this.raw.sessions.updateSessionConfig(request, o),
+    );
   }
 
   // Contexts ----------------------------------------------------------------------------------

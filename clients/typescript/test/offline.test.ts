@@ -121,6 +121,21 @@ describe("client-side validation", () => {
     ],
     ["updateAppConfig without a config", () => ce.updateAppConfig({}), "config"],
     ["updateAppConfig without an app", () => ce.updateAppConfig({ config: {} }), "config.app_name"],
+    [
+      "getSessionConfig without a session id",
+      () => ce.getSessionConfig({ appName: "a", userId: "u" }),
+      "session_id",
+    ],
+    [
+      "updateSessionConfig without a user",
+      () => ce.updateSessionConfig({ appName: "a", sessionId: "s", config: {} }),
+      "user_id",
+    ],
+    [
+      "updateSessionConfig without a config",
+      () => ce.updateSessionConfig({ appName: "a", userId: "u", sessionId: "s" }),
+      "config",
+    ],
     ["compact without a user", () => ce.compact({ appName: "a", sessionId: "s" }), "user_id"],
     [
       "subscribeEvents (session scope) without a session",
@@ -208,6 +223,38 @@ describe("retries", () => {
     assert.equal(timestamps.length, 3);
     assert.ok((timestamps[0] ?? 0) < (timestamps[1] ?? 0));
     assert.equal(timestamps[2], 5);
+  });
+
+  it("the session configuration calls are retried after UNAVAILABLE", async () => {
+    const calls = { get: 0, update: 0 };
+    const ce = fakeClient(({ service }) => {
+      service(SessionService, {
+        getSessionConfig: () => {
+          calls.get += 1;
+          if (calls.get < 2) {
+            throw new ConnectError("connection reset", Code.Unavailable);
+          }
+          return { effectiveCompactionConfig: { compactionInterval: 2, overlapSize: 0 } };
+        },
+        updateSessionConfig: (req) => {
+          calls.update += 1;
+          if (calls.update < 3) {
+            throw new ConnectError("connection reset", Code.Unavailable);
+          }
+          return {
+            config: req.config,
+            effectiveCompactionConfig: req.config?.eventsCompactionConfig,
+          };
+        },
+      });
+    });
+    const address = { appName: "a", userId: "u", sessionId: "s" };
+    const got = await ce.getSessionConfig(address);
+    assert.equal(got.effectiveCompactionConfig?.compactionInterval, 2);
+    const config = { eventsCompactionConfig: { tokenThreshold: 100, eventRetentionSize: 1 } };
+    const updated = await ce.updateSessionConfig({ ...address, config });
+    assert.equal(updated.effectiveCompactionConfig?.tokenThreshold, 100);
+    assert.deepEqual(calls, { get: 2, update: 3 });
   });
 
   it("createSession is never retried", async () => {

@@ -1,14 +1,19 @@
 /**
  * The client against a real sidecar (CONTEXTENGINE_TARGET, or one started for this file): typed
- * server errors, idempotent appends, paging, followed streams that survive a cut connection, and
- * what happens when the server is down or hangs.
+ * server errors, idempotent appends, paging, a session's own configuration, followed streams that
+ * survive a cut connection, and what happens when the server is down or hangs.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { create, toJson } from "@bufbuild/protobuf";
 import {
   ContextEngineClient,
   ContextEngineError,
+  type EventsCompactionConfig,
+  EventsCompactionConfigSchema,
   eventsOf,
+  type Init,
+  SessionConfigSchema,
   type SubscribeEventsResponse,
   SubscriptionScope,
 } from "../src/index.js";
@@ -112,6 +117,147 @@ describe("unary calls", () => {
       "user:tags": ["a", "b"],
       nested: { x: null, y: 1.5 },
     });
+  });
+});
+
+describe("session configuration", () => {
+  const SLIDING = { compactionInterval: 2, overlapSize: 1 };
+  const TOKENS = { tokenThreshold: 5_000, eventRetentionSize: 3 };
+
+  function sameCompaction(
+    actual: EventsCompactionConfig | undefined,
+    expected: Init<typeof EventsCompactionConfigSchema>,
+  ) {
+    assert.ok(actual, "a compaction configuration");
+    const want = create(EventsCompactionConfigSchema, expected);
+    assert.deepEqual(
+      toJson(EventsCompactionConfigSchema, actual),
+      toJson(EventsCompactionConfigSchema, want),
+    );
+  }
+
+  it("round trip: empty until set, then the stored configuration", async () => {
+    const address = await newSession();
+    const empty = await ce.getSessionConfig(address);
+    assert.equal(empty.config?.updateTime, 0);
+    assert.equal(empty.config?.eventsCompactionConfig, undefined);
+    assert.equal(empty.effectiveCompactionConfig, undefined); // neither the app nor the session
+
+    const updated = await ce.updateSessionConfig({
+      ...address,
+      config: { eventsCompactionConfig: TOKENS },
+    });
+    assert.ok((updated.config?.updateTime ?? 0) > 1.7e9, "the server's update time");
+    sameCompaction(updated.config?.eventsCompactionConfig, TOKENS);
+    sameCompaction(updated.effectiveCompactionConfig, TOKENS);
+
+    const got = await ce.getSessionConfig(address, { timeoutMs: 2_000 });
+    assert.ok(updated.config && got.config);
+    assert.deepEqual(
+      toJson(SessionConfigSchema, got.config),
+      toJson(SessionConfigSchema, updated.config),
+    );
+    sameCompaction(got.effectiveCompactionConfig, TOKENS);
+  });
+
+  it("the configuration in effect: the app's, the session's override, the app's again", async () => {
+    const appName = uniqueApp();
+    await ce.updateAppConfig({ config: { appName, eventsCompactionConfig: SLIDING } });
+    const address = await newSession(appName);
+    const other = await newSession(appName);
+
+    const before = await ce.getSessionConfig(address);
+    assert.equal(before.config?.eventsCompactionConfig, undefined);
+    sameCompaction(before.effectiveCompactionConfig, SLIDING); // the app's
+
+    const override = await ce.updateSessionConfig({
+      ...address,
+      config: { eventsCompactionConfig: TOKENS },
+    });
+    sameCompaction(override.effectiveCompactionConfig, TOKENS);
+    sameCompaction((await ce.getSessionConfig(address)).effectiveCompactionConfig, TOKENS);
+    // Another session of the app keeps the app's.
+    sameCompaction((await ce.getSessionConfig(other)).effectiveCompactionConfig, SLIDING);
+
+    // An empty configuration removes the override.
+    const cleared = await ce.updateSessionConfig({ ...address, config: {} });
+    assert.equal(cleared.config?.eventsCompactionConfig, undefined);
+    sameCompaction(cleared.effectiveCompactionConfig, SLIDING);
+    const after = await ce.getSessionConfig(address);
+    assert.equal(after.config?.eventsCompactionConfig, undefined);
+    sameCompaction(after.effectiveCompactionConfig, SLIDING);
+  });
+
+  it("a missing session is NOT_FOUND / SESSION_NOT_FOUND", async () => {
+    const appName = uniqueApp();
+    const address = { appName, userId: "u", sessionId: "nope" };
+    await assert.rejects(ce.getSessionConfig(address), (err) => {
+      assert.ok(err instanceof ContextEngineError);
+      assert.equal(err.code, "NOT_FOUND");
+      assert.equal(err.reason, "SESSION_NOT_FOUND");
+      assert.deepEqual(err.metadata, { app_name: appName, user_id: "u", session_id: "nope" });
+      assert.equal(err.clientSide, false);
+      assert.equal(err.method, "SessionService/GetSessionConfig");
+      return true;
+    });
+    await assert.rejects(
+      ce.updateSessionConfig({ ...address, config: { eventsCompactionConfig: SLIDING } }),
+      (err) => {
+        assert.ok(err instanceof ContextEngineError);
+        assert.equal(err.code, "NOT_FOUND");
+        assert.equal(err.reason, "SESSION_NOT_FOUND");
+        assert.equal(err.metadata.session_id, "nope");
+        assert.equal(err.method, "SessionService/UpdateSessionConfig");
+        return true;
+      },
+    );
+  });
+
+  it("an invalid configuration is INVALID_COMPACTION_CONFIG naming the field", async () => {
+    const address = await newSession();
+    await assert.rejects(
+      ce.updateSessionConfig({
+        ...address,
+        config: { eventsCompactionConfig: { compactionInterval: 2 } },
+      }),
+      {
+        code: "INVALID_ARGUMENT",
+        reason: "INVALID_COMPACTION_CONFIG",
+        metadata: { field: "config.events_compaction_config.compaction_interval" },
+        clientSide: false,
+      },
+    );
+    await assert.rejects(
+      ce.updateSessionConfig({ ...address, config: { eventsCompactionConfig: {} } }),
+      {
+        code: "INVALID_ARGUMENT",
+        reason: "INVALID_COMPACTION_CONFIG",
+        metadata: { field: "config.events_compaction_config" },
+      },
+    );
+    // Nothing was stored.
+    const got = await ce.getSessionConfig(address);
+    assert.equal(got.config?.updateTime, 0);
+    assert.equal(got.config?.eventsCompactionConfig, undefined);
+  });
+
+  it("a missing id or configuration is rejected before sending", () => {
+    const cases: Array<[() => unknown, string]> = [
+      [() => ce.getSessionConfig({ appName: "a", userId: "u", sessionId: "" }), "session_id"],
+      [() => ce.getSessionConfig({ appName: "a", sessionId: "s" }), "user_id"],
+      [() => ce.updateSessionConfig({ userId: "u", sessionId: "s", config: {} }), "app_name"],
+      [() => ce.updateSessionConfig({ appName: "a", userId: "u", sessionId: "s" }), "config"],
+    ];
+    for (const [call, field] of cases) {
+      assert.throws(call, (err: unknown) => {
+        assert.ok(err instanceof ContextEngineError);
+        assert.equal(err.code, "INVALID_ARGUMENT");
+        assert.equal(err.reason, "MISSING_FIELD");
+        assert.deepEqual(err.metadata, { field });
+        assert.equal(err.clientSide, true);
+        return true;
+      });
+    }
   });
 });
 
