@@ -12,6 +12,7 @@ import os
 import platform
 import sqlite3
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -143,7 +144,7 @@ class Report:
             "bench CPU us/ev",
             "server CPU us/ev",
         )
-        rows = [header]
+        rows: list[tuple[str, ...]] = []
         for m in self.measurements:
             ratio = m.ratio
             rows.append(
@@ -159,16 +160,7 @@ class Report:
                     _per_event_us(m.server_cpu_seconds, m.events),
                 )
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        lines = [f"== {self.benchmark} =="]
-        for n, row in enumerate(rows):
-            cells = [
-                cell.ljust(width) if i == 0 else cell.rjust(width)
-                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-            ]
-            lines.append("  ".join(cells).rstrip())
-            if n == 0:
-                lines.append("  ".join("-" * width for width in widths))
+        lines = [f"== {self.benchmark} ==", *table(header, rows)]
         threaded = [m for m in self.measurements if m.server_threads and m.events]
         if threaded:
             lines.append("")
@@ -178,23 +170,55 @@ class Report:
                     f"{name} {seconds / m.events * 1e6:,.0f}" for name, seconds in m.server_threads
                 )
                 lines.append(f"  {m.name}: {parts}")
+        lines.extend(self.footer())
+        return "\n".join(lines)
+
+    def footer(self) -> list[str]:
+        """The lines that end ``render``: the targets, the data checks and the notes, each list
+        after a blank line and its title (nothing for an empty one)."""
+        lines: list[str] = []
         if self.targets:
             lines.append("")
             lines.append("targets:")
-            for t in self.targets:
-                verdict = "met" if t.met else "MISSED"
-                lines.append(
-                    f"  {t.name}: {t.measured:,.2f} {t.unit} (need >= {t.required:,.2f}) {verdict}"
-                )
-        if self.checks:
-            lines.append("")
-            lines.append("data checks passed:")
-            lines.extend(f"  {check}" for check in self.checks)
-        if self.notes:
-            lines.append("")
-            lines.append("notes:")
-            lines.extend(f"  {note}" for note in self.notes)
-        return "\n".join(lines)
+            lines.extend(f"  {self.target_line(target)}" for target in self.targets)
+        for title, items in (("data checks passed:", self.checks), ("notes:", self.notes)):
+            if items:
+                lines.append("")
+                lines.append(title)
+                lines.extend(f"  {item}" for item in items)
+        return lines
+
+    def target_line(self, target: Target) -> str:
+        """One target in ``footer``: what was measured, in which unit, what is needed, met or
+        not."""
+        verdict = "met" if target.met else "MISSED"
+        return (
+            f"{target.name}: {target.measured:,.2f} {target.unit} "
+            f"(need >= {target.required:,.2f}) {verdict}"
+        )
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """``rows`` under ``header`` as lines of text: columns two spaces apart, the first one
+    aligned left and the others right, a line of dashes under the header."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = []
+    for n, row in enumerate([header, *rows]):
+        cells = [
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * width for width in widths))
+    return lines
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    """``value`` with ``digits`` decimals and thousands separators; "" for None and NaN."""
+    if value is None or value != value:
+        return ""
+    return f"{value:,.{digits}f}"
 
 
 def _ms(value: float | None) -> str:

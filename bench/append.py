@@ -26,19 +26,14 @@ each exactly once, sequences 1..n without gaps, nothing stored that was not ackn
 from __future__ import annotations
 
 import asyncio
-import io
 import os
-import pstats
-import signal
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from google.adk.events import Event as AdkEvent, EventActions
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
@@ -46,11 +41,10 @@ from google.genai import types as genai_types
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench import DataCheckError, Measurement, Options, Report, Target
+from bench.sidecar import Durability, Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, event_pb2
-
-Durability = Literal["normal", "full"]
 
 APP = "bench"
 USER = "user-1"
@@ -60,10 +54,6 @@ CITIES = ("Paris", "Tokyo", "Lima", "Oslo", "Nairobi", "Hanoi", "Quebec", "Perth
 #: the issue's targets for the default durability
 SEQUENTIAL_VS_ADK_TARGET = 2.0
 CONCURRENT_EVENTS_PER_SECOND_TARGET = 5000.0
-
-#: how long the sidecar may take to start (import, open the store, bind)
-START_TIMEOUT_SECONDS = 30.0
-STOP_TIMEOUT_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -226,151 +216,6 @@ def to_proto(spec: EventSpec) -> event_pb2.Event:
     return event
 
 
-# The sidecar process -----------------------------------------------------------------------
-
-THREAD_KINDS = ("event loop", "other Python threads", "gRPC core threads")
-
-
-def _cpu_seconds(stat_file: Path) -> float | None:
-    """User + system CPU seconds from a ``/proc/.../stat`` file (None when unreadable)."""
-    try:
-        stat = stat_file.read_text()
-    except OSError:
-        return None
-    # The fields after the command name, which is in parentheses, start at field 3 of proc(5);
-    # utime and stime are fields 14 and 15.
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Sidecar:
-    """``python -m contextengine serve`` as a child process, on a free loopback port."""
-
-    def __init__(self, workdir: Path, name: str, durability: Durability, profile: bool) -> None:
-        self.db = workdir / f"{name}.db"
-        self.port_file = workdir / f"{name}.port"
-        self.log_file = workdir / f"{name}.log"
-        self.profile_file = workdir / f"{name}.prof" if profile else None
-        self.durability = durability
-        self.target = ""
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self._process is not None
-        return self._process.pid
-
-    def command(self) -> list[str]:
-        profiler = ["-m", "cProfile", "-o", str(self.profile_file)] if self.profile_file else []
-        return [
-            sys.executable,
-            *profiler,
-            "-m",
-            "contextengine",
-            "serve",
-            "--db",
-            str(self.db),
-            "--listen",
-            "127.0.0.1:0",
-            "--port-file",
-            str(self.port_file),
-            "--log-level",
-            "WARNING",
-            "--durability",
-            self.durability,
-        ]
-
-    async def start(self) -> None:
-        self.port_file.unlink(missing_ok=True)
-        self._process = self._spawn()
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while True:
-            if self._process.poll() is not None:
-                raise RuntimeError(
-                    f"the sidecar exited with status {self._process.returncode}:\n{self.log()}"
-                )
-            text = self.port_file.read_text().strip() if self.port_file.exists() else ""
-            if text.isdigit():
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no port file after {START_TIMEOUT_SECONDS} s:\n{self.log()}")
-            await asyncio.sleep(0.02)
-        self.target = f"127.0.0.1:{int(text)}"
-        async with ContextEngineClient(self.target, attempts=1) as client:
-            await client.wait_ready(START_TIMEOUT_SECONDS)
-            health = health_pb2_grpc.HealthStub(client.channel)
-            reply = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5.0)
-            if reply.status != health_pb2.HealthCheckResponse.SERVING:
-                raise RuntimeError(f"the sidecar is not serving: {reply}")
-
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        with self.log_file.open("wb") as log:
-            return subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-            )
-
-    def cpu_seconds(self) -> float | None:
-        """User + system CPU time of the process so far (Linux ``/proc``; None elsewhere)."""
-        return _cpu_seconds(Path(f"/proc/{self.pid}/stat"))
-
-    def thread_cpu_seconds(self) -> dict[str, float]:
-        """CPU time so far of the live threads, by kind: the main thread (the event loop), the
-        other Python threads (aiosqlite's thread per SQLite connection, grpc.aio's poller) and
-        gRPC's core threads. Empty where ``/proc`` is missing."""
-        tasks = Path(f"/proc/{self.pid}/task")
-        try:
-            main_name = (tasks / str(self.pid) / "comm").read_text().strip()
-            entries = list(tasks.iterdir())
-        except OSError:
-            return {}
-        totals = dict.fromkeys(THREAD_KINDS, 0.0)
-        for entry in entries:
-            try:
-                name = (entry / "comm").read_text().strip()
-            except OSError:
-                continue  # the thread has ended
-            seconds = _cpu_seconds(entry / "stat")
-            if seconds is None:
-                continue
-            if entry.name == str(self.pid):
-                kind = THREAD_KINDS[0]
-            elif name == main_name:
-                kind = THREAD_KINDS[1]
-            else:
-                kind = THREAD_KINDS[2]
-            totals[kind] += seconds
-        return totals
-
-    async def stop(self) -> None:
-        """SIGTERM (a graceful stop, which also lets cProfile write its file), then SIGKILL."""
-        process = self._process
-        if process is None:
-            return
-        self._process = None
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.to_thread(process.wait, STOP_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                await asyncio.to_thread(process.wait)
-
-    def log(self) -> str:
-        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
-
-
-@asynccontextmanager
-async def sidecar(
-    workdir: Path, name: str, durability: Durability, profile: bool
-) -> AsyncIterator[Sidecar]:
-    process = Sidecar(workdir, name, durability, profile)
-    try:
-        await process.start()
-        yield process
-    finally:
-        await process.stop()
-
-
 # Measurements ------------------------------------------------------------------------------
 
 
@@ -518,7 +363,13 @@ async def bench_engine(
     label = f"durability={durability}"
     result = EngineResult([], [], [], "")
     async with (
-        sidecar(workdir, f"engine-{durability}", durability, options.profile) as server,
+        Sidecar(
+            workdir,
+            f"engine-{durability}",
+            durability=durability,
+            profile=options.profile,
+            check_health=True,
+        ) as server,
         AsyncExitStack() as stack,
     ):
         admin = await stack.enter_async_context(ContextEngineClient(server.target, attempts=1))
@@ -601,8 +452,7 @@ async def bench_engine(
                     None,
                 )
             )
-    if server.profile_file is not None and server.profile_file.exists():
-        result.profile = profile_summary(server.profile_file, f"sidecar ({label})")
+    result.profile = profile_summary(server.profiles, f"sidecar ({label})", limit=25)
     return result
 
 
@@ -635,16 +485,6 @@ def _check_ids(what: str, stored: Sequence[str], acknowledged: Sequence[str]) ->
             f"{what}: {len(unexpected)} stored events were never acknowledged, e.g. "
             f"{sorted(unexpected)[:5]}"
         )
-
-
-def profile_summary(path: Path, title: str, limit: int = 25) -> str:
-    """The sidecar's hottest functions on its main thread (cProfile sees neither the SQLite
-    connection threads nor gRPC's Cython code, which shows up as ``Context.run``)."""
-    out = io.StringIO()
-    stats = pstats.Stats(str(path), stream=out)
-    stats.strip_dirs().sort_stats(pstats.SortKey.TIME).print_stats(limit)
-    stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats(limit)
-    return f"--- cProfile of the {title}, main thread ---\n{out.getvalue()}"
 
 
 # The benchmark -----------------------------------------------------------------------------

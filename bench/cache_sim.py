@@ -65,7 +65,7 @@ from google.protobuf import json_format
 from tests.parity.cache_adk import FakeCaches, adk_cache_step
 from tests.parity.compaction_adk import FakeSummaryLlm
 
-from bench import DataCheckError, Options, Report, Target
+from bench import DataCheckError, Options, Report, Target, table
 from contextengine.cache.compaction_policy import CacheAwarePolicy
 from contextengine.compaction.compactor import Compactor
 from contextengine.compaction.summarizer import Summary, SummaryInput
@@ -630,7 +630,7 @@ class CacheReport(Report):
             "summaries",
             "seconds",
         )
-        rows = [header]
+        rows: list[tuple[str, ...]] = []
         for run in self.runs:
             data = run.to_json()
             rows.append(
@@ -646,16 +646,7 @@ class CacheReport(Report):
                     f"{run.seconds:.1f}",
                 )
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        lines = [f"== {self.benchmark} =="]
-        for n, row in enumerate(rows):
-            cells = [
-                cell.ljust(width) if i == 0 else cell.rjust(width)
-                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-            ]
-            lines.append("  ".join(cells).rstrip())
-            if n == 0:
-                lines.append("  ".join("-" * width for width in widths))
+        lines = [f"== {self.benchmark} ==", *table(header, rows)]
         if self.variants:
             lines.append("")
             lines.append(
@@ -669,20 +660,7 @@ class CacheReport(Report):
                     f"{variant.aware.cached_fraction:.1%} peak {variant.aware.peak:,} "
                     f"({data['cached_fraction_ratio']:.2f}x)"
                 )
-        if self.targets:
-            lines.append("")
-            lines.append("targets:")
-            for target in self.targets:
-                verdict = "met" if target.met else "MISSED"
-                lines.append(
-                    f"  {target.name}: {target.measured:,.2f} {target.unit} "
-                    f"(need >= {target.required:,.2f}) {verdict}"
-                )
-        for title, items in (("data checks passed:", self.checks), ("notes:", self.notes)):
-            if items:
-                lines.append("")
-                lines.append(title)
-                lines.extend(f"  {item}" for item in items)
+        lines.extend(self.footer())
         return "\n".join(lines)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import DataCheckError, Measurement, Options, Report
-from bench.append import sidecar
+from bench.sidecar import Sidecar
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import content_pb2, event_pb2
 
@@ -118,7 +118,9 @@ async def run(options: Options) -> Report:
     samples: dict[str, list[float]] = {}
     seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="ce-bench-clients-") as tmp:
-        async with sidecar(Path(tmp), "clients", "normal", options.profile) as server:
+        async with Sidecar(
+            Path(tmp), "clients", durability="normal", profile=options.profile, check_health=True
+        ) as server:
             # The clients take turns, so that a change of load on the machine hits both alike.
             for n in range(rounds):
                 order = [("python", bench_python), ("typescript", bench_typescript)]

@@ -76,8 +76,9 @@ from google.adk.sessions.session import Session as AdkSession
 from google.genai import types
 from pydantic import PrivateAttr
 
-from bench import DataCheckError, Options, Report
-from bench.context import Sidecar, percentile, random_text
+from bench import DataCheckError, Options, Report, number, table
+from bench.context import percentile, random_text
+from bench.sidecar import Sidecar
 from contextengine.client import ContextEngineClient
 from contextengine.compaction.factory import summarizer_from_config
 from contextengine.compaction.gemini import GeminiSettings
@@ -980,26 +981,6 @@ def _plot_svg(path: Path, panels: Sequence[tuple[str, list[Series]]]) -> Path:
 # The report --------------------------------------------------------------------------------
 
 
-def _f(value: float | None, digits: int = 1) -> str:
-    if value is None or value != value:
-        return ""
-    return f"{value:,.{digits}f}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = []
-    for n, row in enumerate([header, *rows]):
-        cells = [
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * width for width in widths))
-    return lines
-
-
 @dataclass
 class ModeResult:
     mode: Mode
@@ -1072,14 +1053,14 @@ class CompactionReport(Report):
                         f"{run.summarizer_calls}",
                         f"{run.summaries} ({run.inflow_summaries})",
                         f"{run.summarizer_calls - run.summaries}",
-                        _f(_mean(tokens), 0),
+                        number(_mean(tokens), 0),
                         f"{max(tokens):,}" if tokens else "",
                         f"{tokens[-1]:,}" if tokens else "",
                         f"{tokens[-1] / last_raw:.3f}" if tokens and last_raw else "",
                         f"{run.seconds:.1f}",
                     )
                 )
-            lines.extend(_table(header, rows))
+            lines.extend(table(header, rows))
             adk, engine = result.runs["ADK"], result.runs["engine"]
             engine_chars4 = [c // 4 for c in engine.series("chars")]
             lines.append(
@@ -1091,21 +1072,21 @@ class CompactionReport(Report):
                 f"equal up to request {result.compared} (first summary)"
             )
             lines.append(
-                f"ADK in-process per request: _get_contents p50 {_f(percentile(adk.contents_ms, 0.5), 2)} "
-                f"ms, p99 {_f(percentile(adk.contents_ms, 0.99), 2)} ms"
+                f"ADK in-process per request: _get_contents p50 {number(percentile(adk.contents_ms, 0.5), 2)} "
+                f"ms, p99 {number(percentile(adk.contents_ms, 0.99), 2)} ms"
                 + (
-                    f"; in-flow token check p50 {_f(percentile(adk.inflow_ms, 0.5), 2)} ms, "
-                    f"max {_f(max(adk.inflow_ms), 1)} ms"
+                    f"; in-flow token check p50 {number(percentile(adk.inflow_ms, 0.5), 2)} ms, "
+                    f"max {number(max(adk.inflow_ms), 1)} ms"
                     if adk.inflow_ms
                     else ""
                 )
-                + f"; post-invocation compaction p50 {_f(percentile(adk.post_invocation_ms, 0.5), 2)} "
-                f"ms, max {_f(max(adk.post_invocation_ms), 1)} ms (inline: the runner awaits it)"
+                + f"; post-invocation compaction p50 {number(percentile(adk.post_invocation_ms, 0.5), 2)} "
+                f"ms, max {number(max(adk.post_invocation_ms), 1)} ms (inline: the runner awaits it)"
             )
             lines.append(
                 f"engine sidecar: EndInvocation to compaction over p50 "
-                f"{_f(percentile(engine.settle_ms, 0.5), 2)} ms, max "
-                f"{_f(max(engine.settle_ms, default=float('nan')), 1)} ms"
+                f"{number(percentile(engine.settle_ms, 0.5), 2)} ms, max "
+                f"{number(max(engine.settle_ms, default=float('nan')), 1)} ms"
             )
             header = ("call latency (ms)", "group", "calls", "p50", "p99")
             rows = []
@@ -1117,8 +1098,8 @@ class CompactionReport(Report):
                             f"{kind}, sidecar",
                             "waits for compaction after each invocation",
                             f"{len(values)}",
-                            _f(percentile(values, 0.5), 2),
-                            _f(percentile(values, 0.99), 2),
+                            number(percentile(values, 0.5), 2),
+                            number(percentile(values, 0.99), 2),
                         )
                     )
             for group in result.groups:
@@ -1127,22 +1108,15 @@ class CompactionReport(Report):
                         f"{group.kind}, slow summarizer",
                         group.label,
                         f"{len(group.latencies_ms)}",
-                        _f(percentile(group.latencies_ms, 0.5), 2),
-                        _f(percentile(group.latencies_ms, 0.99), 2),
+                        number(percentile(group.latencies_ms, 0.5), 2),
+                        number(percentile(group.latencies_ms, 0.99), 2),
                     )
                 )
-            lines.extend(_table(header, rows))
+            lines.extend(table(header, rows))
         if self.plot_path:
             lines.append("")
             lines.append(f"plot: {self.plot_path}")
-        if self.checks:
-            lines.append("")
-            lines.append("data checks passed:")
-            lines.extend(f"  {check}" for check in self.checks)
-        if self.notes:
-            lines.append("")
-            lines.append("notes:")
-            lines.extend(f"  {note}" for note in self.notes)
+        lines.extend(self.footer())
         return "\n".join(lines)
 
 
@@ -1156,16 +1130,19 @@ async def bench_mode(
     await replay(workload, adk)
     adk.finish()
 
-    sidecar = Sidecar(workdir, f"compaction-{mode.name}", profile)
-    await sidecar.start()
-    try:
-        async with ContextEngineClient(
-            sidecar.target, attempts=1, timeout=CALL_TIMEOUT_SECONDS
-        ) as client:
-            await client.wait_ready(START_TIMEOUT_SECONDS)
-            engine = await _engine_session(client, mode, workload, "engine", wait=True)
-    finally:
-        await sidecar.stop()
+    async with (
+        Sidecar(
+            workdir,
+            f"compaction-{mode.name}",
+            log_level="INFO",
+            profile=profile,
+            start_timeout=START_TIMEOUT_SECONDS,
+            stop_timeout=30.0,
+        ) as sidecar,
+        ContextEngineClient(sidecar.target, attempts=1, timeout=CALL_TIMEOUT_SECONDS) as client,
+    ):
+        await client.wait_ready(START_TIMEOUT_SECONDS)
+        engine = await _engine_session(client, mode, workload, "engine", wait=True)
 
     log: list[tuple[float, float]] = []
     gemini = GeminiSettings(api_key=None)

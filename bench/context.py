@@ -41,16 +41,10 @@ reflects the whole log (``last_sequence``); appends are acknowledged in order.
 
 from __future__ import annotations
 
-import asyncio
 import gc
-import io
 import itertools
 import os
-import pstats
 import random
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -66,7 +60,8 @@ from google.adk.flows.llm_flows.context._fencing import OTHER_AGENT_CONTEXT_PREA
 from google.genai import types
 from google.protobuf import json_format
 
-from bench import DataCheckError, Options, Report, Target
+from bench import DataCheckError, Options, Report, Target, number, table
+from bench.sidecar import Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
 
@@ -417,99 +412,6 @@ def check_contents(
     return f"{what}: {len(adk)} contents, as many as ADK's, {how}"
 
 
-# The sidecar -------------------------------------------------------------------------------
-
-
-class Sidecar:
-    """``python -m contextengine serve`` as a child process on one database; restartable.
-
-    Runs with ``--log-level INFO`` for the per-call handler time; with ``profile`` under
-    ``python -m cProfile`` (one profile file per process)."""
-
-    def __init__(self, workdir: Path, name: str, profile: bool) -> None:
-        self.workdir = workdir
-        self.name = name
-        self.db = workdir / f"{name}.db"
-        self.profile = profile
-        self.profiles: list[Path] = []
-        self.target = ""
-        self._runs = 0
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log = workdir / f"{name}.log"
-        self._port_file = workdir / f"{name}.port"
-        self._seen_calls = 0
-
-    async def start(self) -> None:
-        self._runs += 1
-        self._log = self.workdir / f"{self.name}-{self._runs}.log"
-        self._port_file.unlink(missing_ok=True)
-        self._seen_calls = 0
-        profiler: list[str] = []
-        if self.profile:
-            out = self.workdir / f"{self.name}-{self._runs}.prof"
-            self.profiles.append(out)
-            profiler = ["-m", "cProfile", "-o", str(out)]
-        command = [
-            sys.executable,
-            *profiler,
-            "-m",
-            "contextengine",
-            "serve",
-            "--db",
-            str(self.db),
-            "--listen",
-            "127.0.0.1:0",
-            "--port-file",
-            str(self._port_file),
-            "--log-level",
-            "INFO",
-        ]
-        process = self._process = self._spawn(command)
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the sidecar exited ({process.returncode}):\n{self.log()}")
-            text = self._port_file.read_text().strip() if self._port_file.exists() else ""
-            if text.isdigit():
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no port file after {START_TIMEOUT_SECONDS} s:\n{self.log()}")
-            await asyncio.sleep(0.02)
-        self.target = f"127.0.0.1:{int(text)}"
-
-    def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
-        with self._log.open("wb") as log:
-            return subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-            )
-
-    async def stop(self) -> None:
-        """SIGTERM (graceful; lets cProfile write its file), SIGKILL after a timeout."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.to_thread(process.wait, STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            await asyncio.to_thread(process.wait)
-
-    def log(self) -> str:
-        return self._log.read_text(errors="replace") if self._log.exists() else ""
-
-    def new_build_context_ms(self) -> list[float]:
-        """The handler times the sidecar logged for the BuildContext calls since the last call
-        of this method (in call order: the benchmark makes one call at a time)."""
-        times: list[float] = []
-        for line in self.log().splitlines():
-            if " method=contextengine.v1.ContextService.BuildContext " not in line:
-                continue
-            times.append(float(line.split(" ms=", 1)[1].split()[0]))
-        new, self._seen_calls = times[self._seen_calls :], len(times)
-        return new
-
-
 # Measurements ------------------------------------------------------------------------------
 
 
@@ -638,6 +540,8 @@ class Engine:
         self.sizes = sizes
         self.appended = 0
         self._client: ContextEngineClient | None = None
+        #: BuildContext log lines of the sidecar's current process already collected
+        self._seen_calls = 0
 
     @property
     def client(self) -> ContextEngineClient:
@@ -654,6 +558,7 @@ class Engine:
         await self.close()
         await self.sidecar.stop()
         await self.sidecar.start()
+        self._seen_calls = 0  # a new process, a new log
         await self.connect()
 
     async def close(self) -> None:
@@ -687,12 +592,24 @@ class Engine:
             )
         return response
 
+    def new_build_context_ms(self) -> list[float]:
+        """The handler times the sidecar logged for the BuildContext calls since the last call
+        of this method or the last restart (in call order: the benchmark makes one call at a
+        time)."""
+        times: list[float] = []
+        for line in self.sidecar.log().splitlines():
+            if " method=contextengine.v1.ContextService.BuildContext " not in line:
+                continue
+            times.append(float(line.split(" ms=", 1)[1].split()[0]))
+        new, self._seen_calls = times[self._seen_calls :], len(times)
+        return new
+
     def collect_server_ms(self, calls: Calls) -> None:
-        calls.server_ms.extend(self.sidecar.new_build_context_ms())
+        calls.server_ms.extend(self.new_build_context_ms())
 
     async def steady(self, session: Session) -> tuple[Steady, cpb.BuildContextResponse]:
         result = Steady(history_start=len(session.protos))
-        self.sidecar.new_build_context_ms()  # skip calls made before
+        self.new_build_context_ms()  # skip calls made before
         response = cpb.BuildContextResponse()
         for round_ in range(self.sizes.steady_rounds):
             new = session.next_invocation()
@@ -745,7 +662,15 @@ async def bench_mode(
     mode = "compaction" if compaction else "no compaction"
     result = ModeResult()
     session = Session(conversation, compaction=compaction, seed=SEED + 1)
-    sidecar = Sidecar(workdir, "compaction" if compaction else "plain", profile)
+    sidecar = Sidecar(
+        workdir,
+        "compaction" if compaction else "plain",
+        # INFO: one log line per call, with the handler time the "srv" columns report
+        log_level="INFO",
+        profile=profile,
+        start_timeout=START_TIMEOUT_SECONDS,
+        stop_timeout=STOP_TIMEOUT_SECONDS,
+    )
     engine = Engine(sidecar, sizes)
     checkpoints = sorted({*sizes.table, *sizes.curve})
     try:
@@ -822,46 +747,11 @@ async def bench_mode(
     finally:
         await engine.close()
         await sidecar.stop()
-    if sidecar.profiles:
-        result.profile = profile_summary(sidecar.profiles, f"sidecar ({mode})")
+    result.profile = profile_summary(sidecar.profiles, f"sidecar ({mode})", limit=30)
     return result
 
 
-def profile_summary(paths: Sequence[Path], title: str, limit: int = 30) -> str:
-    """The sidecar processes' hottest functions on their main thread, merged."""
-    existing = [str(path) for path in paths if path.exists()]
-    if not existing:
-        return ""
-    out = io.StringIO()
-    stats = pstats.Stats(existing[0], stream=out)
-    for path in existing[1:]:
-        stats.add(path)
-    stats.strip_dirs().sort_stats(pstats.SortKey.TIME).print_stats(limit)
-    stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats(limit)
-    return f"--- cProfile of the {title}, main thread ---\n{out.getvalue()}"
-
-
 # The report --------------------------------------------------------------------------------
-
-
-def _f(value: float | None, digits: int = 1) -> str:
-    if value is None or value != value:
-        return ""
-    return f"{value:,.{digits}f}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = []
-    for n, row in enumerate([header, *rows]):
-        cells = [
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * width for width in widths))
-    return lines
 
 
 @dataclass
@@ -904,19 +794,19 @@ class ContextReport(Report):
                     "compaction" if row.compaction else "no compaction",
                     f"{row.events:,}",
                     f"{row.adk_contents:,}",
-                    _f(row.adk_p50),
-                    _f(row.cold.p(0.5)),
-                    _f(row.warm.p(0.5), 2),
-                    _f(row.warm.p(0.99), 2),
-                    _f(s.p(0.5), 2),
-                    _f(s.p(0.99), 2),
-                    _f(s.p(0.5, server=True), 2),
-                    _f(s.p(0.99, server=True), 2),
+                    number(row.adk_p50),
+                    number(row.cold.p(0.5)),
+                    number(row.warm.p(0.5), 2),
+                    number(row.warm.p(0.99), 2),
+                    number(s.p(0.5), 2),
+                    number(s.p(0.99), 2),
+                    number(s.p(0.5, server=True), 2),
+                    number(s.p(0.99, server=True), 2),
                     f"{row.ratio(s.p(0.5)):,.0f}x",
                     f"{row.ratio(row.cold.p(0.5)):,.1f}x",
                 )
             )
-        lines.extend(_table(header, rows))
+        lines.extend(table(header, rows))
         lines.append("")
         lines.append(
             "steady-state curve: one session grown through each history length; per round, "
@@ -946,11 +836,11 @@ class ContextReport(Report):
                     f"{st.history_start:,}-{st.history_end:,}",
                     f"{st.contents:,}",
                     f"{st.response_bytes / 1024:,.0f}",
-                    _f(st.calls.p(0.5), 2),
-                    _f(st.calls.p(0.99), 2),
-                    _f(st.calls.p(0.5, server=True), 2),
-                    _f(st.calls.p(0.99, server=True), 2),
-                    _f(st.parse_ms, 2),
+                    number(st.calls.p(0.5), 2),
+                    number(st.calls.p(0.99), 2),
+                    number(st.calls.p(0.5, server=True), 2),
+                    number(st.calls.p(0.99, server=True), 2),
+                    number(st.parse_ms, 2),
                     (
                         f"{len(compaction_ms)}: max {max(compaction_ms):,.1f}"
                         if compaction_ms
@@ -963,26 +853,19 @@ class ContextReport(Report):
                     ),
                 )
             )
-        lines.extend(_table(header, rows))
-        if self.targets:
-            lines.append("")
-            lines.append("targets:")
-            for t in self.targets:
-                verdict = "met" if t.met else "MISSED"
-                unit = f" {t.unit}" if t.unit else ""
-                lines.append(
-                    f"  {t.name}: {t.measured:,.2f}{unit} (need >= {t.required:,.2f}{unit}) "
-                    f"{verdict}"
-                )
-        if self.checks:
-            lines.append("")
-            lines.append("data checks passed:")
-            lines.extend(f"  {check}" for check in self.checks)
-        if self.notes:
-            lines.append("")
-            lines.append("notes:")
-            lines.extend(f"  {note}" for note in self.notes)
+        lines.extend(table(header, rows))
+        lines.extend(self.footer())
         return "\n".join(lines)
+
+    def target_line(self, target: Target) -> str:
+        """As ``Report``'s, with the unit after what is needed too, and no space before an
+        empty unit (the flatness targets are ratios without one)."""
+        verdict = "met" if target.met else "MISSED"
+        unit = f" {target.unit}" if target.unit else ""
+        return (
+            f"{target.name}: {target.measured:,.2f}{unit} "
+            f"(need >= {target.required:,.2f}{unit}) {verdict}"
+        )
 
 
 def _load_average() -> str:

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
 
 import grpc
 
+from bench import proc
+
 _METHOD = "/bench.Floor/Stream"
 _START_TIMEOUT_SECONDS = 30.0
-#: the CPU times come from Linux's /proc
-_HAS_PROC = Path("/proc/self/stat").exists()
 
 
 @dataclass(frozen=True)
@@ -53,6 +51,14 @@ class Floor:
         return (self.server_cpu_seconds + self.client_cpu_seconds) / self.seconds
 
 
+def _ticks(period: float, seconds: float) -> int:
+    """How many messages each stream gets: one at 0, period, 2 period, ... before ``seconds``."""
+    ticks = 0
+    while ticks * period < seconds:
+        ticks += 1
+    return ticks
+
+
 def _identity(data: bytes) -> bytes:
     return data
 
@@ -72,8 +78,9 @@ async def _serve(conn: Connection, period: float, seconds: float, size: int) -> 
         if not epoch:
             epoch.append(loop.time() + 0.5)
         start = epoch[0]
+        ticks = _ticks(period, seconds)
         tick = 0
-        while tick * period < seconds:
+        while tick < ticks:
             delay = start + tick * period - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -96,16 +103,11 @@ async def _serve(conn: Connection, period: float, seconds: float, size: int) -> 
     await server.stop(None)
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def measure(
     *, streams: int, channels: int, period: float, seconds: float, message_bytes: int
 ) -> Floor | None:
     """One run (None where ``/proc`` is missing: the CPU times are the point)."""
-    if not _HAS_PROC:
+    if not proc.AVAILABLE:
         return None
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
@@ -132,12 +134,10 @@ async def measure(
                     received += 1
                 return received
 
-            server_before = _cpu_seconds(process.pid)
+            server_before = proc.cpu_seconds(process.pid)
             client_before = time.process_time()
-            started = time.perf_counter()
             counts = await asyncio.gather(*(follow(k) for k in range(streams)))
-            elapsed = time.perf_counter() - started
-            server_cpu = _cpu_seconds(process.pid) - server_before
+            server_cpu = proc.cpu_seconds(process.pid) - server_before
             client_cpu = time.process_time() - client_before
         finally:
             for channel in opened:
@@ -147,4 +147,14 @@ async def measure(
         await asyncio.to_thread(process.join, 10.0)
         if process.is_alive():
             process.kill()
-    return Floor(streams, period, message_bytes, sum(counts), elapsed, server_cpu, client_cpu)
+    # The schedule's span: the streams open and idle until the first tick, which costs next to
+    # nothing, so the CPU per second is the schedule's.
+    return Floor(
+        streams,
+        period,
+        message_bytes,
+        sum(counts),
+        _ticks(period, seconds) * period,
+        server_cpu,
+        client_cpu,
+    )

@@ -29,11 +29,7 @@ anything matches.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -41,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench import DataCheckError, Measurement, Options, Report
+from bench.sidecar import Sidecar
 from contextengine.client import ContextEngineClient
 from contextengine.memory.text import document, query_terms
 from contextengine.v1 import content_pb2, event_pb2
@@ -212,70 +209,6 @@ def to_proto(turn: Turn) -> event_pb2.Event:
     )
 
 
-# The sidecar process ---------------------------------------------------------------------------
-
-
-class Sidecar:
-    """``python -m contextengine serve`` on a free loopback port, with a SQLite file."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port_file = workdir / "sidecar.port"
-        self.log_file = workdir / "sidecar.log"
-        self.db = workdir / "memory.db"
-        self.target = ""
-        self._process: subprocess.Popen[bytes] | None = None
-
-    async def start(self) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "contextengine",
-            "serve",
-            "--db",
-            str(self.db),
-            "--listen",
-            "127.0.0.1:0",
-            "--port-file",
-            str(self.port_file),
-            "--log-level",
-            "WARNING",
-        ]
-        self._process = self._spawn(command)
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while not (self.port_file.exists() and self.port_file.read_text().strip().isdigit()):
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the sidecar did not start:\n{self.log_file.read_text()}")
-            await asyncio.sleep(0.02)
-        self.target = f"127.0.0.1:{int(self.port_file.read_text())}"
-
-    def _spawn(self, command: list[str]) -> subprocess.Popen[bytes]:
-        with self.log_file.open("wb") as log:
-            return subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-            )
-
-    def cpu_seconds(self) -> float | None:
-        if self._process is None:
-            return None
-        try:
-            stat = Path(f"/proc/{self._process.pid}/stat").read_text()
-        except OSError:
-            return None
-        fields = stat.rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    async def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.to_thread(process.wait, 30.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            await asyncio.to_thread(process.wait)
-
-
 # Workloads -------------------------------------------------------------------------------------
 
 
@@ -361,33 +294,31 @@ async def _engine(
     workdir: Path, sessions: list[list[Turn]], users: int, queries: dict[str, list[str]]
 ) -> Layout:
     events = sum(len(turns) for turns in sessions)
-    server = Sidecar(workdir)
-    await server.start()
-    try:
-        async with ContextEngineClient(server.target, timeout=120.0) as client:
-            await _load_log(client, sessions, users)
-            seconds, latencies, remembered, cpu = await _ingest(
-                client, len(sessions), users, server
-            )
-            if remembered != events:
-                raise DataCheckError(f"remembered {remembered} entries of {events} events")
-            ingest = Measurement(
-                "engine ingest", events, seconds, tuple(latencies), server_cpu_seconds=cpu
-            )
-            seconds, latencies, _, cpu = await _ingest(client, len(sessions), users, server)
-            again = Measurement(
-                "engine re-ingest, unchanged",
-                events,
-                seconds,
-                tuple(latencies),
-                server_cpu_seconds=cpu,
-            )
-            searches: dict[str, Measurement] = {}
-            counts: dict[str, list[int]] = {}
-            for kind, batch in queries.items():
-                searches[kind], counts[kind] = await _search_engine(client, batch, users, server)
-    finally:
-        await server.stop()
+    async with (
+        Sidecar(
+            workdir, "memory", start_timeout=START_TIMEOUT_SECONDS, stop_timeout=30.0
+        ) as server,
+        ContextEngineClient(server.target, timeout=120.0) as client,
+    ):
+        await _load_log(client, sessions, users)
+        seconds, latencies, remembered, cpu = await _ingest(client, len(sessions), users, server)
+        if remembered != events:
+            raise DataCheckError(f"remembered {remembered} entries of {events} events")
+        ingest = Measurement(
+            "engine ingest", events, seconds, tuple(latencies), server_cpu_seconds=cpu
+        )
+        seconds, latencies, _, cpu = await _ingest(client, len(sessions), users, server)
+        again = Measurement(
+            "engine re-ingest, unchanged",
+            events,
+            seconds,
+            tuple(latencies),
+            server_cpu_seconds=cpu,
+        )
+        searches: dict[str, Measurement] = {}
+        counts: dict[str, list[int]] = {}
+        for kind, batch in queries.items():
+            searches[kind], counts[kind] = await _search_engine(client, batch, users, server)
     return Layout(ingest, again, searches, counts)
 
 

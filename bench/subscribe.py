@@ -41,18 +41,16 @@ import contextlib
 import math
 import multiprocessing
 import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from array import array
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from bench import DataCheckError, Measurement, Options, Report, Target, grpc_floor
+from bench.sidecar import Sidecar
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import content_pb2, event_pb2
 
@@ -118,80 +116,6 @@ def event(n: int) -> event_pb2.Event:
             ],
         ),
     )
-
-
-# The sidecar process ---------------------------------------------------------------------------
-
-
-class Sidecar:
-    """``python -m contextengine serve`` on a free loopback port, with a SQLite file."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port_file = workdir / "sidecar.port"
-        self.log_file = workdir / "sidecar.log"
-        self.command = [
-            sys.executable,
-            "-m",
-            "contextengine",
-            "serve",
-            "--db",
-            str(workdir / "subscribe.db"),
-            "--listen",
-            "127.0.0.1:0",
-            "--port-file",
-            str(self.port_file),
-            "--log-level",
-            "WARNING",
-        ]
-        self.target = ""
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        with self.log_file.open("wb") as log:
-            return subprocess.Popen(
-                self.command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-            )
-
-    async def start(self) -> None:
-        self._process = self._spawn()
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while not (self.port_file.exists() and self.port_file.read_text().strip().isdigit()):
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the sidecar did not start:\n{self.log_file.read_text()}")
-            await asyncio.sleep(0.02)
-        self.target = f"127.0.0.1:{int(self.port_file.read_text())}"
-
-    def cpu_seconds(self) -> float | None:
-        """User + system CPU seconds of the sidecar so far (Linux ``/proc``; None elsewhere)."""
-        if self._process is None:
-            return None
-        try:
-            stat = Path(f"/proc/{self._process.pid}/stat").read_text()
-        except OSError:
-            return None
-        fields = stat.rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    async def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.to_thread(process.wait, 20.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            await asyncio.to_thread(process.wait)
-
-
-@contextlib.asynccontextmanager
-async def sidecar(workdir: Path) -> AsyncIterator[Sidecar]:
-    process = Sidecar(workdir)
-    try:
-        await process.start()
-        yield process
-    finally:
-        await process.stop()
 
 
 # The writer ------------------------------------------------------------------------------------
@@ -608,7 +532,7 @@ async def run(options: Options) -> Report:
     )
     with tempfile.TemporaryDirectory(prefix="ce-bench-sub-") as tmp:
         async with (
-            sidecar(Path(tmp)) as server,
+            Sidecar(Path(tmp), "subscribe", start_timeout=START_TIMEOUT_SECONDS) as server,
             ContextEngineClient(server.target, attempts=1) as client,
         ):
             await client.wait_ready(START_TIMEOUT_SECONDS)

@@ -1,0 +1,42 @@
+"""CPU time of another process, and of its threads, from Linux's ``/proc`` (see proc(5)).
+
+Used by the benchmarks to measure what a server process (the sidecar, the bare gRPC server of
+``grpc_floor``) spends on a workload: read before and after, subtract.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: whether this system has ``/proc`` (Linux): elsewhere every function here raises ``OSError``
+AVAILABLE = Path("/proc/self/stat").exists()
+
+
+def cpu_seconds(pid: int, tid: int | None = None) -> float:
+    """User + system CPU seconds used so far by process ``pid`` (all its threads), or with
+    ``tid`` by that one thread of it.
+
+    Raises ``OSError`` when it cannot be read: no ``/proc``, or the process or thread has ended.
+    """
+    task = "" if tid is None else f"/task/{tid}"
+    stat = Path(f"/proc/{pid}{task}/stat").read_text()
+    # The fields after the command name, which is in parentheses, start at field 3 of proc(5);
+    # utime and stime are fields 14 and 15.
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """The live threads of process ``pid``: thread id -> name (``comm``; a thread that ends
+    while they are listed is left out).
+
+    Raises ``OSError`` when the threads cannot be listed: no ``/proc``, or the process has ended.
+    """
+    names: dict[int, str] = {}
+    for entry in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            names[int(entry.name)] = (entry / "comm").read_text().strip()
+        except OSError:
+            continue  # the thread has ended
+    return names
