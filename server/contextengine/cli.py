@@ -65,6 +65,24 @@ def _parser() -> argparse.ArgumentParser:
         help="memory search: SQLite FTS5 when available (auto), required (on), or LIKE (off)",
     )
     run.add_argument(
+        "--subscription-max-hold-ms",
+        type=float,
+        default=50.0,
+        help=(
+            "when busy, the longest a batched subscriber waits for its next live message "
+            "(default 50; lower: fresher deliveries, more load)"
+        ),
+    )
+    run.add_argument(
+        "--subscription-target-load",
+        type=float,
+        default=0.75,
+        help=(
+            "share of the event loop's time (0-1] above which batched subscribers are paced "
+            "(default 0.75)"
+        ),
+    )
+    run.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -83,19 +101,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "demo":
-        return run_demo_command(args)
-    logging.basicConfig(
-        level=getattr(logging, args.log_level),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+def serve_settings(args: argparse.Namespace) -> ServerSettings:
+    """The settings ``serve`` runs with; ValueError (its message names the flag) for values no
+    server can run with."""
     if args.max_request_bytes <= 0:
-        print("--max-request-bytes must be positive", file=sys.stderr)
-        return 2
-    settings = ServerSettings(
+        raise ValueError("--max-request-bytes must be positive")
+    if not args.subscription_max_hold_ms > 0:
+        raise ValueError("--subscription-max-hold-ms must be positive")
+    if not 0 < args.subscription_target_load <= 1:
+        raise ValueError("--subscription-target-load must be in (0, 1]")
+    return ServerSettings(
         listen=args.listen,
         db=args.db,
         durability=args.durability,
@@ -103,6 +118,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         grace_seconds=args.grace_seconds,
         gemini_base_url=args.gemini_base_url,
         memory_fts=args.memory_fts,
+        subscription_max_hold_seconds=args.subscription_max_hold_ms / 1000.0,
+        subscription_target_load=args.subscription_target_load,
+    )
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line (exits with status 2 and usage on bad syntax, as argparse does)."""
+    return _parser().parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    if args.command == "demo":
+        return run_demo_command(args)
+    try:
+        settings = serve_settings(args)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=getattr(logging, args.log_level),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
     )
     asyncio.run(serve(settings, port_file=args.port_file))
     return 0

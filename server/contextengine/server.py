@@ -30,6 +30,7 @@ from contextengine.service.session_service import SessionServicer
 from contextengine.service.subscription_service import StreamSettings, SubscriptionServicer
 from contextengine.store import EventStore
 from contextengine.subscriptions.broadcaster import Broadcaster
+from contextengine.subscriptions.pacing import LivePacer
 from contextengine.v1 import (
     compaction_service_pb2,
     context_service_pb2,
@@ -92,6 +93,12 @@ class ServerSettings:
     #: time limit (seconds) of one managed Gemini cache call (create or delete); the Gemini
     #: endpoint and key are the summarizer's (``gemini_base_url``, GEMINI_API_KEY / GOOGLE_API_KEY)
     gemini_cache_timeout_seconds: float = 10.0
+    #: when the event loop is busy, the longest a batched subscriber waits for its next live
+    #: message (seconds); lower: fresher deliveries, more messages, less loop time for the rest
+    subscription_max_hold_seconds: float = 0.05
+    #: the share of its time the event loop's thread may spend (running or waiting for a CPU)
+    #: before batched subscribers are paced, in (0, 1]; lower: pacing starts earlier
+    subscription_target_load: float = 0.75
 
 
 def _default_summarizers(settings: ServerSettings) -> SummarizerFactory:
@@ -147,7 +154,13 @@ class ContextEngineServer:
         self.store = store if store is not None else open_store(settings.db, settings.durability)
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
-        self.broadcaster = Broadcaster(self.store)
+        self.broadcaster = Broadcaster(
+            self.store,
+            LivePacer(
+                target_demand=settings.subscription_target_load,
+                max_hold_seconds=settings.subscription_max_hold_seconds,
+            ),
+        )
         self._port = 0
         self._stopped = False
 

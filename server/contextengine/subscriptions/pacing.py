@@ -75,6 +75,8 @@ class LivePacer:
             raise ValueError("target_demand must be in (0, 1]")
         if rate <= 0.0:
             raise ValueError("rate must be positive")
+        if not max_hold_seconds > 0.0:
+            raise ValueError("max_hold_seconds must be positive")
         #: turns per second currently allowed (inf: no pacing)
         self.rate = rate
         self.target_demand = target_demand
