@@ -46,7 +46,7 @@ from contextengine.core.compaction import (
     render_events,
     summary_event,
 )
-from contextengine.core.context import DEFAULT_OTHER_AGENT_PREAMBLE
+from contextengine.core.context import DEFAULT_OTHER_AGENT_PREAMBLE, ContextOptions
 from contextengine.core.events import normalize_for_append
 from contextengine.errors import ContextEngineError
 from contextengine.service._app_configs import AppConfigs
@@ -94,6 +94,9 @@ def _configures(config: config_pb2.EventsCompactionConfig, trigger: str) -> bool
         return config.HasField("token_threshold") and config.HasField("event_retention_size")
     return True
 
+
+#: The characters of the contents the options give over the log (see ``before_context``).
+ContentsChars = Callable[[SessionLog, ContextOptions], int]
 
 #: Builds the summarizer for an app's summarizer configuration (None: client summaries only).
 SummarizerFactory = Callable[[config_pb2.SummarizerConfig | None], Summarizer | None]
@@ -479,9 +482,15 @@ class Compactor:
                     return Outcome(None, result.skipped)
                 return await self._summarize_and_append(key, session, result.plan, log.create_time)
 
-    async def before_context(self, key: SessionKey, view: View) -> ContextCheck:
+    async def before_context(
+        self, key: SessionKey, view: View, *, contents_chars: ContentsChars | None = None
+    ) -> ContextCheck:
         """ADK's in-flow token check before a model call of ``view``'s agent; compacts first when
-        it is due. Waits (for a running compaction, then the summarizer) only then."""
+        it is due. Waits (for a running compaction, then the summarizer) only then.
+
+        ``contents_chars(log, options)``: the characters of the contents ``options`` give over
+        ``log``, for the estimate when no prompt token count is recorded (the context service
+        answers from its incrementally built views; without it the contents are built here)."""
         config = await self.compaction_config(key)
         if config is None or not _configures(config, TOKEN_THRESHOLD):
             return ContextCheck()
@@ -490,12 +499,16 @@ class Compactor:
                 return ContextCheck()
             preamble = await self._preamble(key)
             log = await self._log(key, session)
+            read = log
             reading = latest_prompt_token_count(
                 log.events,
                 agent_name=view.agent_name,
                 branch=view.branch,
                 isolation_scope=view.isolation_scope,
                 other_agent_preamble=preamble,
+                contents_chars=(
+                    None if contents_chars is None else lambda o: contents_chars(read, o)
+                ),
             )
             reached = reading.tokens is not None and reading.tokens >= config.token_threshold
             due = reached

@@ -130,6 +130,7 @@ class ContextServicer:
             check = await self._compactor.before_context(
                 key,
                 CompactionView(options.agent_name, options.branch, options.isolation_scope),
+                contents_chars=lambda log, estimate: self._contents_chars(key, log, estimate),
             )
             if check.summary is not None:
                 compaction_sequence = check.summary.sequence
@@ -165,6 +166,11 @@ class ContextServicer:
             )
         # Fields may come in any order: the cached encoded contents, then the rest (one copy).
         return b"".join((memoryview(view.body)[:body_size], tail.SerializeToString()))
+
+    def _contents_chars(self, key: SessionKey, log: SessionLog, options: ContextOptions) -> int:
+        """The characters of the contents ``options`` give over ``log``, from the cached view
+        (extended, not rebuilt; the same view the build then uses when the options match)."""
+        return self.view(key, options, log.events, log.generation, log.items).total_chars
 
     def view(
         self,

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from contextengine.core.context import ContextOptions, build_contents
 from contextengine.core.context.incremental import View, encode_contents_field, materialize
-from contextengine.core.tokens import CharsPerFourCounter
+from contextengine.core.tokens import CharsPerFourCounter, content_chars
 from contextengine.v1 import event_pb2
 from tests.parity.context_compare import options_for, to_proto_events
 from tests.parity.context_strategies import Session, sessions, views
@@ -34,6 +34,7 @@ def _check_growth(
         assert bytes(view.body) == b"".join(encode_contents_field(c) for c in full)
         assert view.tokens == [COUNTER.count_content(c) for c in full]
         assert view.total_tokens == sum(view.tokens)
+        assert view.total_chars == sum(content_chars(c) for c in full)
 
 
 @settings(

@@ -244,31 +244,42 @@ def latest_prompt_token_count(
     isolation_scope: str | None = None,
     other_agent_preamble: str = DEFAULT_OTHER_AGENT_PREAMBLE,
     rewound: Sequence[event_pb2.Event] | None = None,
+    contents_chars: Callable[[ContextOptions], int] | None = None,
 ) -> TokenReading:
     """Section 4.3: the newest recorded prompt token count of ``agent_name`` (any author when
     empty) in the scope, not older than a summary; else the characters of the contents the agent
-    would be given, divided by 4 (None when there are none)."""
+    would be given, divided by 4 (None when there are none).
+
+    ``contents_chars``, when given, returns those characters for the options instead of building
+    the contents from ``log`` (the service answers from a cached view of the same log)."""
     if rewound is None:
         rewound = apply_rewinds(log)
+    # Inlined checks (``_scope``, ``_is_summary``): without a recorded count this walks the
+    # whole scope, once per context.
     for event in reversed(rewound):
-        if _scope(event) != isolation_scope:
+        if event.HasField("isolation_scope"):
+            if event.isolation_scope != isolation_scope:
+                continue
+        elif isolation_scope is not None:
             continue
-        if _is_summary(event):
+        if event.actions.HasField("compaction"):
             break
-        usage = event.usage_metadata
-        if (
-            event.HasField("usage_metadata")
-            and usage.HasField("prompt_token_count")
-            and (not agent_name or event.author == agent_name)
-        ):
-            return TokenReading(usage.prompt_token_count, "recorded")
+        if event.HasField("usage_metadata"):
+            usage = event.usage_metadata
+            if usage.HasField("prompt_token_count") and (
+                not agent_name or event.author == agent_name
+            ):
+                return TokenReading(usage.prompt_token_count, "recorded")
     options = ContextOptions(
         agent_name=agent_name,
         branch=branch,
         isolation_scope=isolation_scope,
         other_agent_preamble=other_agent_preamble,
     )
-    chars = sum(content_chars(content) for content in build_contents(rewound, options))
+    if contents_chars is not None:
+        chars = contents_chars(options)
+    else:
+        chars = sum(content_chars(content) for content in build_contents(rewound, options))
     return TokenReading(chars // 4 if chars > 0 else None, "estimate")
 
 

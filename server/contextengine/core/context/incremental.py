@@ -31,7 +31,7 @@ from contextengine.core.context._model import Item, item_from_event
 from contextengine.core.context._options import ContextOptions, IncludeContents
 from contextengine.core.context._pipeline import build_contents
 from contextengine.core.context._rewind import live_indices
-from contextengine.core.tokens import TokenCounter
+from contextengine.core.tokens import TokenCounter, content_chars
 from contextengine.v1 import content_pb2, event_pb2
 
 _CONTENTS_FIELD_TAG = b"\x0a"  # field 1 (contents), wire type 2, of BuildContextResponse
@@ -126,6 +126,8 @@ class View:
     max_time: float
     #: largest summary end seen (new events at or before it could be hidden by the summary)
     max_summary_end: float = 0.0
+    #: the characters of the contents (ADK's token estimate is this divided by 4)
+    total_chars: int = 0
     #: how this view was produced last: "full" or "extended"
     mode: str = "full"
 
@@ -136,6 +138,7 @@ class View:
             self.body += encode_contents_field(content)
             self.tokens.append(tokens)
             self.total_tokens += tokens
+            self.total_chars += content_chars(content)
 
 
 def _is_transcription_only(event: event_pb2.Event) -> bool:
