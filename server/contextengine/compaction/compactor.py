@@ -502,6 +502,8 @@ class Compactor:
             read = log
             reading = latest_prompt_token_count(
                 log.events,
+                # Without rewinds (the usual case) the log is its own rewound log: no O(n) pass.
+                rewound=None if any(item.rewind_target for item in log.items) else log.events,
                 agent_name=view.agent_name,
                 branch=view.branch,
                 isolation_scope=view.isolation_scope,
