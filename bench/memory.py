@@ -445,9 +445,11 @@ async def run(options: Options) -> Report:
             report.measurements.append(
                 _named(theirs.searches[kind], f"{label}: ADK search, {kind}")
             )
-        found = {kind: sum(1 for c in ours.counts[kind] if c) for kind in QUERY_KINDS}
-        adk_found = {kind: sum(1 for c in theirs.counts[kind] if c) for kind in QUERY_KINDS}
-        report.notes.append(f"{label}: queries with results, engine {found}, ADK {adk_found}")
+        with_results = {kind: sum(1 for c in ours.counts[kind] if c) for kind in QUERY_KINDS}
+        adk_with_results = {kind: sum(1 for c in theirs.counts[kind] if c) for kind in QUERY_KINDS}
+        report.notes.append(
+            f"{label}: queries with results, engine {with_results}, ADK {adk_with_results}"
+        )
     report.checks.append(f"all {events} events remembered, in both layouts")
     report.checks.append("every search result contains a term of its query")
     report.checks.append("engine and ADK agree on which ASCII queries find something")

@@ -12,9 +12,11 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from google.adk.events.event import Event
 from google.adk.memory import in_memory_memory_service
 
 from contextengine.memory.documents import live_entries
@@ -31,9 +33,9 @@ def _no_adk_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(in_memory_memory_service, "_MAX_SEARCH_RESULTS", 10_000)
 
 
-async def ingest(memory: Memory, session_id: str, events: list[object]) -> None:
+async def ingest(memory: Memory, session_id: str, events: Sequence[Event]) -> None:
     key = SessionKey(APP, USER, session_id)
-    _, entries = live_entries(to_proto(events))  # type: ignore[arg-type]
+    _, entries = live_entries(to_proto(events))
     await memory.index.apply(key, [], entries)
 
 

@@ -22,12 +22,12 @@ from contextengine.v1 import (
     session_service_pb2,
     session_service_pb2_grpc,
 )
-from tests.service.helpers import text_event
+from tests.service.helpers import Owner, text_event
 from tests.service.test_bad_input import expect
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
-A = {"app_name": "app", "user_id": "alice"}
+A: Owner = {"app_name": "app", "user_id": "alice"}
 
 
 @pytest.fixture
@@ -249,7 +249,11 @@ async def test_memory_config_validation(client: ContextEngineClient) -> None:
             config_pb2.MemoryConfig(preload_template="{memories}" + "x" * 10_000),
             "config.memory.preload_template",
         ),
-        (config_pb2.MemoryConfig(preload_time_format=7), "config.memory.preload_time_format"),  # type: ignore[arg-type]
+        (
+            # a number that no PreloadTimeFormat value has
+            config_pb2.MemoryConfig(preload_time_format=config_pb2.PreloadTimeFormat.ValueType(7)),
+            "config.memory.preload_time_format",
+        ),
     ]
     for memory, field in bad:
         config = config_pb2.AppConfig(app_name="app", memory=memory)
@@ -260,7 +264,9 @@ async def test_memory_config_validation(client: ContextEngineClient) -> None:
     ok = config_pb2.AppConfig(
         app_name="app",
         memory=config_pb2.MemoryConfig(
-            max_results=1000, preload_template="{{literal}} {memories}", preload_time_format=2
+            max_results=1000,
+            preload_template="{{literal}} {memories}",
+            preload_time_format=config_pb2.PRELOAD_TIME_FORMAT_LOCAL,
         ),
     )
     assert (await client.update_app_config(ok)).memory.max_results == 1000
@@ -273,7 +279,7 @@ async def test_reflection_lists_memory_service() -> None:
     ):
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
 
-        async def requests():  # type: ignore[no-untyped-def]
+        async def requests() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
             yield reflection_pb2.ServerReflectionRequest(list_services="")
 
         names: list[str] = []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.memory import MemoryIndex
+from contextengine.memory import Hit, MemoryIndex
 from contextengine.memory.text import query_terms
 from contextengine.store import SessionKey
 from tests.memory.conftest import Memory, close_memory, open_memory
@@ -256,6 +256,10 @@ def _corpus(seed: int) -> list[tuple[SessionKey, str]]:
     return corpus
 
 
+def ids(hits: list[Hit]) -> list[tuple[str, int]]:
+    return [(h.session_id, h.entry.sequence) for h in hits]
+
+
 async def test_backends_rank_identically(tmp_path: Path) -> None:
     """The in-memory backend's BM25 is FTS5's: same entries, same order, same scores."""
     python = await open_memory("python", tmp_path / "unused.db")
@@ -289,11 +293,10 @@ async def test_backends_rank_identically(tmp_path: Path) -> None:
                 ours = await python.index.search("app", user, terms, 1000)
                 theirs = await sqlite.index.search("app", user, terms, 1000)
                 fallback = await no_fts.index.search("app", user, terms, 1000)
-                key = lambda hits: [(h.session_id, h.entry.sequence) for h in hits]  # noqa: E731
-                assert key(ours) == key(theirs), query
+                assert ids(ours) == ids(theirs), query
                 assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-9)
                 # Without FTS5 the same entries match, in another order.
-                assert sorted(key(fallback)) == sorted(key(ours)), query
+                assert sorted(ids(fallback)) == sorted(ids(ours)), query
     finally:
         for memory in (python, sqlite, no_fts):
             await close_memory(memory)

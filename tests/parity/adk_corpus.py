@@ -30,7 +30,10 @@ from typing import Any
 import pydantic
 from fastapi.openapi.models import HTTPBearer, OAuth2, OAuthFlowAuthorizationCode, OAuthFlows
 from google.adk.agents import LlmAgent
-from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.agents.run_config import (  # type: ignore[attr-defined]  # StreamingMode: not re-exported
+    RunConfig,
+    StreamingMode,
+)
 from google.adk.apps._configs import EventsCompactionConfig
 from google.adk.apps.app import App
 from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
@@ -851,7 +854,7 @@ def _constructed_cases() -> list[Case]:
         ),
         Case(
             "convenience-kwargs",
-            Event(
+            Event(  # type: ignore[call-arg]  # ADK's convenience kwargs (taken by a validator)
                 id="evt-conv",
                 timestamp=T0 + 29,
                 author="user",
@@ -1268,7 +1271,9 @@ async def _summarizer_scenario(events: list[Event]) -> list[Case]:
 
 
 def _classify(node_input: str) -> Event:
-    return Event(output={"kind": "greeting", "score": 0.75, "n": 3}, route="greet")
+    return Event(
+        output={"kind": "greeting", "score": 0.75, "n": 3}, actions=EventActions(route="greet")
+    )
 
 
 def _greet(node_input: dict[str, Any]) -> dict[str, Any]:
@@ -1532,8 +1537,8 @@ def _enum(enum_type: Any) -> st.SearchStrategy[Any]:
     return st.sampled_from(list(enum_type))
 
 
-_TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=24)
-_IDS = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=16)
+_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=24)
+_IDS = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=16)
 _FLOAT = st.floats(allow_nan=False, allow_infinity=False)
 _NON_ZERO_FLOAT = _FLOAT.map(lambda x: x or 1.5)  # 0.0 and -0.0 become 1.5
 # Non-integral floats, built rather than filtered (most large floats are integral).

@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 from google.adk.agents.context_cache_config import ContextCacheConfig
 from google.adk.events.event import Event
@@ -60,7 +61,9 @@ class FakeCaches:
             raise failure
         self._counter += 1
         name = f"cachedContents/c{self._counter}"
-        self.created.append((name, len(config.contents or [])))
+        contents = config.contents or []
+        assert isinstance(contents, list)  # ADK caches a slice of the request's contents
+        self.created.append((name, len(contents)))
         expire = None
         if self.server_expire_time is not None:
             expire = datetime.datetime.fromtimestamp(self.server_expire_time, datetime.UTC)
@@ -80,12 +83,8 @@ class _FakeClient:
 @contextlib.contextmanager
 def adk_clock(now: float) -> Iterator[None]:
     """Replaces the cache manager module's clock (``time.time()``) with ``now``."""
-    original = manager_module.time
-    manager_module.time = pytypes.SimpleNamespace(time=lambda: now)  # type: ignore[assignment]
-    try:
+    with mock.patch.object(manager_module, "time", pytypes.SimpleNamespace(time=lambda: now)):
         yield
-    finally:
-        manager_module.time = original
 
 
 @dataclass(frozen=True)

@@ -469,13 +469,15 @@ class _SessionBuilder:
             elif kind == "code":
                 parts.append(
                     types.Part(
-                        executable_code=types.ExecutableCode(code="print(6*7)", language="PYTHON")
+                        executable_code=types.ExecutableCode(
+                            code="print(6*7)", language=types.Language.PYTHON
+                        )
                     )
                 )
                 parts.append(
                     types.Part(
                         code_execution_result=types.CodeExecutionResult(
-                            outcome="OUTCOME_OK", output="42\n"
+                            outcome=types.Outcome.OUTCOME_OK, output="42\n"
                         )
                     )
                 )
@@ -487,14 +489,18 @@ class _SessionBuilder:
                 parts.append(
                     types.Part(
                         tool_call=types.ToolCall(
-                            id="srv-1", tool_type="GOOGLE_SEARCH_WEB", args={"q": "adk"}
+                            id="srv-1",
+                            tool_type=types.ToolType.GOOGLE_SEARCH_WEB,
+                            args={"q": "adk"},
                         )
                     )
                 )
                 parts.append(
                     types.Part(
                         tool_response=types.ToolResponse(
-                            id="srv-1", tool_type="GOOGLE_SEARCH_WEB", response={"hits": 3}
+                            id="srv-1",
+                            tool_type=types.ToolType.GOOGLE_SEARCH_WEB,
+                            response={"hits": 3},
                         )
                     )
                 )
@@ -615,7 +621,7 @@ class _SessionBuilder:
                         parts=[
                             types.Part(
                                 executable_code=types.ExecutableCode(
-                                    code="poll()", language="PYTHON"
+                                    code="poll()", language=types.Language.PYTHON
                                 )
                             )
                         ],
@@ -703,7 +709,7 @@ class _SessionBuilder:
         if kind == "confirmation":
             confirmation = ToolConfirmation(hint="Please approve writing the file.")
             actions = EventActions(requested_tool_confirmations={call.id: confirmation})
-            placeholder = {
+            placeholder: dict[str, Any] = {
                 "error": "This tool call requires confirmation, please approve or reject."
             }
             request_name = "adk_request_confirmation"

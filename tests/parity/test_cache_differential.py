@@ -89,7 +89,7 @@ _TOOL_A = {
     ]
 }
 _TOOL_B = {"function_declarations": [{"name": "search", "description": "Web search " * 30}]}
-_TOOL_C = {"google_search": {}}
+_TOOL_C: dict[str, Any] = {"google_search": {}}
 _TOOL_SETS: list[list[dict[str, Any]]] = [
     [_TOOL_A, _TOOL_B],
     [_TOOL_B, _TOOL_A],  # reordered: same fingerprint

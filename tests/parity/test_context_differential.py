@@ -383,7 +383,11 @@ def _progress_with_chatter() -> tuple[list[Event], list[View]]:
     log.add(_text("run the job"), author="user")
     log.add(_fc("adk-p", "long_job"), long_running_tool_ids={"adk-p"})
     log.add(_fr("adk-p", "long_job", {"progress": 25}))
-    log.add(types.Part(executable_code=types.ExecutableCode(code="poll()", language="PYTHON")))
+    log.add(
+        types.Part(
+            executable_code=types.ExecutableCode(code="poll()", language=types.Language.PYTHON)
+        )
+    )
     log.add(_fr("adk-p", "long_job", {"progress": 50}))
     log.add(_text("Still working."))
     log.add(_fr("adk-p", "long_job", {"progress": 100, "result": "done"}))

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, event_pb2
+
+
+class Owner(TypedDict):
+    """A request's app_name and user_id, to pass as keywords (`**owner`) to its constructor."""
+
+    app_name: str
+    user_id: str
+
+
+class SessionRef(Owner):
+    """A request's app_name, user_id and session_id, to pass as keywords (`**ref`)."""
+
+    session_id: str
 
 
 def text_event(

@@ -58,17 +58,22 @@ async def test_invalid_compaction_config(
 
 
 @pytest.mark.parametrize(
-    "fields",
-    [{"cache_intervals": 0}, {"cache_intervals": 101}, {"ttl_seconds": 0}, {"min_tokens": -1}],
+    ("cache_config", "field"),
+    [
+        (config_pb2.ContextCacheConfig(cache_intervals=0), "cache_intervals"),
+        (config_pb2.ContextCacheConfig(cache_intervals=101), "cache_intervals"),
+        (config_pb2.ContextCacheConfig(ttl_seconds=0), "ttl_seconds"),
+        (config_pb2.ContextCacheConfig(min_tokens=-1), "min_tokens"),
+    ],
 )
-async def test_invalid_cache_config(client: ContextEngineClient, fields: dict[str, int]) -> None:
-    config = config_pb2.AppConfig(
-        app_name="app", context_cache_config=config_pb2.ContextCacheConfig(**fields)
-    )
+async def test_invalid_cache_config(
+    client: ContextEngineClient, cache_config: config_pb2.ContextCacheConfig, field: str
+) -> None:
+    config = config_pb2.AppConfig(app_name="app", context_cache_config=cache_config)
     with pytest.raises(RpcError) as err:
         await client.update_app_config(config)
     assert err.value.reason == "INVALID_CACHE_CONFIG"
-    assert err.value.metadata["field"] == f"config.context_cache_config.{next(iter(fields))}"
+    assert err.value.metadata["field"] == f"config.context_cache_config.{field}"
 
 
 async def test_config_requires_app_name(client: ContextEngineClient) -> None:

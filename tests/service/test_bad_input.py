@@ -14,9 +14,9 @@ from grpc_status import rpc_status
 from contextengine.server import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.v1 import config_pb2, session_service_pb2 as pb, session_service_pb2_grpc
-from tests.service.helpers import text_event
+from tests.service.helpers import Owner, SessionRef, text_event
 
-A = {"app_name": "app", "user_id": "u1"}
+A: Owner = {"app_name": "app", "user_id": "u1"}
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 
 
@@ -181,7 +181,7 @@ async def test_page_token_is_bound_to_its_request(stub: Any) -> None:
 
 async def test_append_bad_input(stub: Any) -> None:
 
-    req = {"session_id": "s1", **A}
+    req: SessionRef = {"session_id": "s1", **A}
     await expect(stub.AppendEvent(pb.AppendEventRequest(**req)), INVALID, "MISSING_FIELD", "event")
     await expect(
         stub.AppendEvent(pb.AppendEventRequest(event=text_event("x", author=""), **req)),
@@ -246,7 +246,7 @@ async def test_append_bad_input(stub: Any) -> None:
 
 async def test_list_events_bad_input(stub: Any) -> None:
 
-    req = {"session_id": "s1", **A}
+    req: SessionRef = {"session_id": "s1", **A}
     await expect(
         stub.ListEvents(pb.ListEventsRequest(after_sequence=-1, **req)),
         INVALID,
@@ -287,7 +287,7 @@ async def test_app_config_bad_input(stub: Any) -> None:
 
 
 async def test_session_config_bad_input(stub: Any) -> None:
-    session = {"session_id": "s1", **A}
+    session: SessionRef = {"session_id": "s1", **A}
     for call, request in (
         (stub.GetSessionConfig, pb.GetSessionConfigRequest),
         (stub.UpdateSessionConfig, pb.UpdateSessionConfigRequest),

@@ -21,7 +21,7 @@ from contextengine.v1 import (
     context_service_pb2_grpc,
     event_pb2,
 )
-from tests.service.helpers import text_event
+from tests.service.helpers import SessionRef, text_event
 
 APP = "app"
 
@@ -166,16 +166,16 @@ async def test_malformed_logs_still_materialize(client: ContextEngineClient) -> 
 
 async def test_bad_input(client: ContextEngineClient, conversation: str) -> None:
     stub = context_service_pb2_grpc.ContextServiceStub(client.channel)
-    base = {"app_name": APP, "user_id": "u1", "session_id": conversation}
+    base: SessionRef = {"app_name": APP, "user_id": "u1", "session_id": conversation}
     cases = [
         (
-            cpb.BuildContextRequest(**{**base, "session_id": "nope"}),
+            cpb.BuildContextRequest(app_name=APP, user_id="u1", session_id="nope"),
             grpc.StatusCode.NOT_FOUND,
             "SESSION_NOT_FOUND",
             None,
         ),
         (
-            cpb.BuildContextRequest(**{**base, "session_id": ""}),
+            cpb.BuildContextRequest(app_name=APP, user_id="u1", session_id=""),
             grpc.StatusCode.INVALID_ARGUMENT,
             "MISSING_FIELD",
             "session_id",
@@ -205,13 +205,16 @@ async def test_bad_input(client: ContextEngineClient, conversation: str) -> None
             "isolation_scope",
         ),
         (
-            cpb.BuildContextRequest(**base, include_contents=7),
+            # numbers that no enum value has (proto3 enums are open: they go over the wire)
+            cpb.BuildContextRequest(**base, include_contents=cpb.IncludeContents.ValueType(7)),
             grpc.StatusCode.INVALID_ARGUMENT,
             "INVALID_ARGUMENT",
             "include_contents",
-        ),  # type: ignore[arg-type]
+        ),
         (
-            cpb.BuildContextRequest(**base, model=cpb.ModelIdentity(provider=42)),  # type: ignore[arg-type]
+            cpb.BuildContextRequest(
+                **base, model=cpb.ModelIdentity(provider=cpb.ModelProvider.ValueType(42))
+            ),
             grpc.StatusCode.INVALID_ARGUMENT,
             "INVALID_ARGUMENT",
             "model.provider",

@@ -7,7 +7,13 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    json_format,
+    message_factory,
+    struct_pb2,
+)
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -64,11 +70,7 @@ def _n(message: Any) -> float:
 
 
 def _msg(n: float, **extra: str) -> Any:
-    out = Struct()
-    out.fields["n"].number_value = n
-    for key, value in extra.items():
-        out.fields[key].string_value = value
-    return out
+    return json_format.ParseDict({"n": n, **extra}, Struct())
 
 
 class Servicer:

@@ -11,6 +11,7 @@ import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.core.cache import PromptPrefix, fingerprint
+from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
 
 from .helpers import text_event
@@ -230,7 +231,7 @@ BAD_INPUTS: list[tuple[dict[str, Any], str, str]] = [
     (
         {
             "system_instruction": content_pb2.Content(
-                parts=[content_pb2.Part(tool_call={"not_a_field": 1})]
+                parts=[content_pb2.Part(tool_call=dict_to_struct({"not_a_field": 1}))]
             )
         },
         "system_instruction",

@@ -16,7 +16,7 @@ from tests.service.helpers import text_event
 APP = "app"
 
 # (invocation, state delta) per event, in log order
-SCRIPT = [
+SCRIPT: list[tuple[str, dict[str, object]]] = [
     ("i1", {"a": 1, "user:u": 1}),
     ("i1", {"b": "x"}),
     ("i2", {"a": 2, "c": [1, 2], "app:g": True}),
@@ -26,7 +26,7 @@ SCRIPT = [
 
 
 async def _adk_delta(initial: dict[str, object], target: str) -> dict[str, object]:
-    service = InMemorySessionService()  # type: ignore[no-untyped-call]
+    service = InMemorySessionService()
     session = await service.create_session(app_name=APP, user_id="u1", state=dict(initial))
     for i, (inv, delta) in enumerate(SCRIPT):
         event = AdkEvent(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -40,7 +41,7 @@ async def test_reflection_lists_services() -> None:
     ):
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
 
-        async def requests():  # type: ignore[no-untyped-def]
+        async def requests() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
             yield reflection_pb2.ServerReflectionRequest(list_services="")
 
         names: list[str] = []

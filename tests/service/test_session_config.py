@@ -91,7 +91,8 @@ async def test_without_an_app_configuration_only_the_session_is_compacted() -> N
 async def test_each_session_compacts_after_invocations_with_its_own_configuration() -> None:
     fake = FakeSummarizer()
     async with engine(fake) as (server, client):  # the app: every 2 invocations
-        assert server.compactor is not None
+        compactor = server.compactor
+        assert compactor is not None
         await client.update_session_config(APP, USER, SESSION, own(EVERY_THREE))
         await client.create_session(APP, USER, "s2")
         mine, theirs = Writer(client), Writer(client)
@@ -105,7 +106,7 @@ async def test_each_session_compacts_after_invocations_with_its_own_configuratio
                 event.timestamp = writer.clock
                 await client.append_event(APP, USER, session, event)
             assert await client.end_invocation(APP, USER, session, f"i{n}")
-            await server.compactor.idle(SessionKey(APP, USER, session))
+            await compactor.idle(SessionKey(APP, USER, session))
 
         for n in (1, 2):
             await turn(mine, SESSION, n)

@@ -87,6 +87,13 @@ async def read_to_error(
     raise AssertionError("the stream ended without an error")
 
 
+async def read_frame(call: grpc.aio.UnaryStreamCall[Any, T]) -> T:
+    """The next frame of ``call`` (fails if the stream ended)."""
+    frame = await call.read()
+    assert frame is not grpc.aio.EOF, "the stream ended"
+    return frame  # type: ignore[return-value]  # grpc's stubs type read() as `object` (EOF | T)
+
+
 async def stream_error(call: grpc.aio.UnaryStreamCall[Any, Any], seconds: float = 10.0) -> RpcError:
     """The error ``call`` ends with."""
     _, error = await read_to_error(call, seconds)

@@ -98,7 +98,9 @@ async def test_watch_session_state_rejects(
         assert error.metadata == {"field": field}
 
 
-async def test_the_client_raises_bad_input_without_retrying(client: ContextEngineClient) -> None:
+async def test_the_client_raises_bad_input_without_retrying(
+    client: ContextEngineClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     await prepare(client)
     attempts = 0
     stub = client._subscriptions
@@ -109,7 +111,7 @@ async def test_the_client_raises_bad_input_without_retrying(client: ContextEngin
         attempts += 1
         return original(*args, **kwargs)
 
-    stub.SubscribeEvents = counting  # type: ignore[method-assign]
+    monkeypatch.setattr(stub, "SubscribeEvents", counting)
     stream = client.subscribe_events(APP, cursor="12345")
     async with contextlib.aclosing(stream):
         with pytest.raises(RpcError) as info:

@@ -6,26 +6,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator
 
 from contextengine.client import ContextEngineClient
 from contextengine.server import ContextEngineServer
 from contextengine.service._event_stream import EventStream
 from contextengine.service._state_stream import StateStream
 from contextengine.subscriptions.broadcaster import Subscription
+from contextengine.v1 import subscription_service_pb2 as spb
 
 from .helpers import APP, SESSION, USER, eventually, message
 
+Frame = spb.SubscribeEventsResponse | spb.WatchSessionStateResponse
 
-def streams_of(client: ContextEngineClient, n: int) -> AsyncIterator[Any]:
+
+def streams_of(client: ContextEngineClient, n: int) -> AsyncGenerator[Frame, None]:
     kind = n % 4
     if kind == 0:
         return client.subscribe_events(APP, USER, SESSION)
     if kind == 1:
         return client.subscribe_events(APP, USER)
     if kind == 2:
-        return client.subscribe_events(APP, kinds=[1])
+        return client.subscribe_events(APP, kinds=[spb.EVENT_KIND_MESSAGE])
     return client.watch_session_state(APP, USER, SESSION)
 
 
@@ -50,7 +52,7 @@ async def open_and_cancel(client: ContextEngineClient, count: int) -> int:
         with contextlib.suppress(asyncio.CancelledError):
             await task
     for stream in streams:
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
     return peak
 
 
@@ -86,5 +88,5 @@ async def test_a_stream_read_by_nobody_is_freed_when_cancelled(
         await anext(stream)
         await client.append_events(APP, USER, SESSION, [message("x" * 10_000) for _ in range(50)])
         assert server.broadcaster.active == 1
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
         await eventually(lambda: server.broadcaster.active == 0)

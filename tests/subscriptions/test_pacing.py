@@ -38,6 +38,7 @@ from .helpers import (
     has_kind,
     kind,
     message,
+    read_frame,
     sequences,
     take,
 )
@@ -265,12 +266,13 @@ def logged(sequence: int, position: int) -> LoggedEvent:
 @pytest.mark.parametrize("by_sequence", [True, False])
 def test_a_commit_run_is_its_event_frames_end_to_end(by_sequence: bool) -> None:
     frames = EventFrames()
-    batch = Batch([logged(n, 100 + n) for n in (3, 4, 5)])
+    events = [logged(n, 100 + n) for n in (3, 4, 5)]
+    batch = Batch(events)
     run = commit_run(batch, by_sequence, frames)
     assert run is not None
     assert commit_run(batch, by_sequence, frames) is run  # kept on the batch
     assert (run.first, run.last, run.size) == ((3, 5, 3) if by_sequence else (103, 105, 3))
-    one_by_one = [frames.event(change, by_sequence) for change in batch]
+    one_by_one = [frames.event(event, by_sequence) for event in events]
     assert encode_batch([run.frames]) == encode_batch(one_by_one)
     decoded = spb.SubscribeEventsResponse.FromString(encode_batch([run.frames]))
     assert [e.cursor for e in decoded.events.events] == [
@@ -304,12 +306,13 @@ async def test_live_frames_gather_what_was_recorded_while_waiting(
         app_name=APP, user_id=USER, session_id=SESSION, max_events_per_frame=16
     )
     async with closing_call(stub.SubscribeEvents(request)) as call:
-        assert kind(await call.read()) == "caught_up"  # type: ignore[arg-type]
+        first = await read_frame(call)
+        assert kind(first) == "caught_up"
         for n in range(20):
             await client.append_event(APP, USER, SESSION, message(f"m{n}"))
         frames: list[spb.SubscribeEventsResponse] = []
         while sum(len(f.events.events) for f in frames) < 20:
-            frames.append(await call.read())  # type: ignore[arg-type]
+            frames.append(await read_frame(call))
     got = [e.event.sequence for f in frames for e in f.events.events]
     assert got == list(range(1, 21))
     assert len(frames) < 20  # commits went out together
@@ -398,6 +401,7 @@ async def test_paced_subscribers_get_everything_exactly_once_in_order(
             *(take(s, lambda got: len(all_events(got)) >= total, seconds=30) for s in streams),
         )
     for frames in results[1:]:
+        assert frames is not None  # (results[0] is write()'s None)
         assert all_events(frames) == list(range(1, total + 1))
     await eventually(lambda: server.broadcaster.active == 0)
     assert server.broadcaster.pacer.members == 0

@@ -19,6 +19,7 @@ from .helpers import (
     has_kind,
     kind,
     message,
+    read_frame,
     sequences,
     stream_error,
     take,
@@ -43,9 +44,10 @@ async def test_open_streams_end_with_unavailable(tmp_path: Path) -> None:
             spb.WatchSessionStateRequest(app_name=APP, user_id=USER, session_id=SESSION)
         )
         for call in (session, everything):
-            frames = [await call.read() for _ in range(3)]
+            frames = [await read_frame(call) for _ in range(3)]
             assert kind(frames[-1]) == "caught_up"
-        assert kind(await watch.read()) == "snapshot"
+        first = await read_frame(watch)
+        assert kind(first) == "snapshot"
         last_position = frames[-1].caught_up.cursor
 
         stopping = asyncio.create_task(server.stop(grace=5.0))

@@ -89,20 +89,23 @@ async def test_filters(client: ContextEngineClient) -> None:
         message("other", author="coder", branch="root.coder"),  # 4
     ]
     await client.append_events(APP, USER, SESSION, events)
-    cases: list[tuple[dict[str, list[str]], dict[str, list[int]], list[int]]] = [
-        ({"authors": ["planner"]}, {}, [2, 3]),
-        ({"branches": [""]}, {}, [1]),
-        ({"branches": ["root.coder", "root.planner"]}, {}, [2, 3, 4]),
-        ({"authors": ["planner"], "branches": ["root.coder"]}, {}, []),
-        ({}, {"kinds": [spb.EVENT_KIND_TOOL_CALL]}, [3]),
-        ({}, {"kinds": [spb.EVENT_KIND_STATE_CHANGE, spb.EVENT_KIND_TOOL_CALL]}, [2, 3]),
-        ({"authors": ["user"]}, {"kinds": [spb.EVENT_KIND_MESSAGE]}, [1]),
+    # (authors, branches, kinds, the sequences streamed)
+    cases: list[tuple[list[str], list[str], list[spb.EventKind.ValueType], list[int]]] = [
+        (["planner"], [], [], [2, 3]),
+        ([], [""], [], [1]),
+        ([], ["root.coder", "root.planner"], [], [2, 3, 4]),
+        (["planner"], ["root.coder"], [], []),
+        ([], [], [spb.EVENT_KIND_TOOL_CALL], [3]),
+        ([], [], [spb.EVENT_KIND_STATE_CHANGE, spb.EVENT_KIND_TOOL_CALL], [2, 3]),
+        (["user"], [], [spb.EVENT_KIND_MESSAGE], [1]),
     ]
-    for names, kinds, expected in cases:
-        stream = client.subscribe_events(APP, USER, SESSION, **names, kinds=kinds.get("kinds", []))
+    for authors, branches, kinds, expected in cases:
+        stream = client.subscribe_events(
+            APP, USER, SESSION, authors=authors, branches=branches, kinds=kinds
+        )
         async with contextlib.aclosing(stream):
             frames = await take(stream, has_kind("caught_up"))
-        assert sequences(frames) == expected, (names, kinds)
+        assert sequences(frames) == expected, (authors, branches, kinds)
         assert frames[-1].caught_up.cursor == "4"
 
 

@@ -81,10 +81,30 @@ class _Gen:
         if roll < 0.9:
             return types.Part(inline_data=types.Blob(data=b"abc", mime_type="image/png"))
         if roll < 0.95:
-            return types.Part(executable_code=types.ExecutableCode(code="1", language="PYTHON"))
+            return types.Part(
+                executable_code=types.ExecutableCode(code="1", language=types.Language.PYTHON)
+            )
         return types.Part(
-            code_execution_result=types.CodeExecutionResult(outcome="OUTCOME_OK", output="1")
+            code_execution_result=types.CodeExecutionResult(
+                outcome=types.Outcome.OUTCOME_OK, output="1"
+            )
         )
+
+
+# (is it the input transcription, the transcription): an event carries at most one of the two.
+_Transcription = tuple[bool, types.Transcription]
+
+
+def _transcribed(event: Event, transcription: _Transcription | None) -> Event:
+    """The event with its transcription set, as if passed to the constructor (the field then
+    counts as set); without one, both fields stay unset."""
+    if transcription is not None:
+        is_input, value = transcription
+        if is_input:
+            event.input_transcription = value
+        else:
+            event.output_transcription = value
+    return event
 
 
 def random_session(rng: random.Random, size: int) -> list[Event]:
@@ -146,14 +166,15 @@ def random_session(rng: random.Random, size: int) -> list[Event]:
                 )
             )
             continue
-        transcription: dict[str, types.Transcription] = {}
+        transcription: _Transcription | None = None
         if roll < 0.13:
-            key = "input_transcription" if rng.random() < 0.5 else "output_transcription"
-            transcription[key] = types.Transcription(text=rng.choice(["a", "b", ""]))
+            is_input = rng.random() < 0.5
+            transcription = (is_input, types.Transcription(text=rng.choice(["a", "b", ""])))
             if rng.random() < 0.7:
                 events.append(
-                    Event(
-                        id=f"e{i}", timestamp=ts, author=author, invocation_id=inv, **transcription
+                    _transcribed(
+                        Event(id=f"e{i}", timestamp=ts, author=author, invocation_id=inv),
+                        transcription,
                     )
                 )
                 continue
@@ -190,13 +211,9 @@ def random_session(rng: random.Random, size: int) -> list[Event]:
         if parts and any(p.function_call for p in parts) and rng.random() < 0.8:
             role = "model"
         content = types.Content(role=role, parts=parts) if rng.random() < 0.97 else None
-        event = Event(
-            id=f"e{i}",
-            timestamp=ts,
-            author=author,
-            invocation_id=inv,
-            content=content,
-            **transcription,
+        event = _transcribed(
+            Event(id=f"e{i}", timestamp=ts, author=author, invocation_id=inv, content=content),
+            transcription,
         )
         if rng.random() < 0.15:
             event.branch = rng.choice([*_BRANCHES, f"root.tool@{rng.choice(gen.ids or ['z'])}"])

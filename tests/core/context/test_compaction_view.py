@@ -37,7 +37,7 @@ def _turns(*stamps: float) -> list[Event]:
 
 
 def _ranges_as_adk(events: list[Event]) -> list[tuple[int, float, float]]:
-    ours_ = [tuple(r) for r in compaction_ranges(to_proto(events))]
+    ours_ = [(r.position, r.start, r.end) for r in compaction_ranges(to_proto(events))]
     theirs = _get_compaction_ranges(events)
     assert ours_ == theirs
     return ours_

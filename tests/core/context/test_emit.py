@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from google.adk.events.event import Event
 from google.genai import types
 
 from contextengine.core.context import build_contents
@@ -12,7 +13,7 @@ from tests.core.context.builders import call, describe, event, response, text
 AGENT = adk_options(agent_name="agent")
 
 
-def _pair(call_id: str) -> list[object]:
+def _pair(call_id: str) -> list[Event]:
     return [
         event(1, "user", text("q")),
         event(2, "agent", text("calling"), call("f", call_id, x=1)),

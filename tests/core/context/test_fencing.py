@@ -109,7 +109,9 @@ def test_known_deviation_nested_and_response_keys_are_printed_sorted() -> None:
 
 def test_thoughts_and_other_parts() -> None:
     blob = types.Part(inline_data=types.Blob(data=b"png", mime_type="image/png"))
-    code = types.Part(executable_code=types.ExecutableCode(code="print(1)", language="PYTHON"))
+    code = types.Part(
+        executable_code=types.ExecutableCode(code="print(1)", language=types.Language.PYTHON)
+    )
     signature_only = types.Part(thought_signature=b"sig")
     thought_call = types.Part(function_call=types.FunctionCall(name="f", id="c9"), thought=True)
     events = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from google.adk.events.event import Event
 from google.genai import types
 
 from tests.core.context.adk_compare import adk_options, assert_matches_adk
@@ -10,11 +11,11 @@ from tests.core.context.builders import describe, event, text
 OPTIONS = adk_options(agent_name="agent")
 
 
-def _heard(ts: float, value: str, author: str = "user") -> object:
+def _heard(ts: float, value: str, author: str = "user") -> Event:
     return event(ts, author, input_transcription=types.Transcription(text=value))
 
 
-def _said(ts: float, value: str, author: str = "agent") -> object:
+def _said(ts: float, value: str, author: str = "agent") -> Event:
     return event(ts, author, output_transcription=types.Transcription(text=value))
 
 

@@ -107,7 +107,11 @@ def test_user_message_to_a_workflow_node_is_hidden() -> None:
             types.Content(
                 role="model",
                 parts=[
-                    types.Part(executable_code=types.ExecutableCode(code="1", language="PYTHON"))
+                    types.Part(
+                        executable_code=types.ExecutableCode(
+                            code="1", language=types.Language.PYTHON
+                        )
+                    )
                 ],
             ),
             True,
