@@ -22,6 +22,7 @@ from bench import (
     context,
     memory,
     subscribe,
+    token_check,
 )
 
 Benchmark = Callable[[Options], Coroutine[Any, Any, Report]]
@@ -33,6 +34,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "compaction": compaction.run,
     "context": context.run,
     "subscribe": subscribe.run,
+    "token-check": token_check.run,
     "memory": memory.run,
 }
 
