@@ -43,12 +43,17 @@ def content_text(content: content_pb2.Content) -> str:
     return " ".join(text for text in texts if text)
 
 
+def content_document(content: content_pb2.Content) -> Document:
+    """What an entry with ``content`` is found by."""
+    return document(content_text(content))
+
+
 def entry_from_event(event: event_pb2.Event) -> Entry | None:
     """The entry for ``event`` (a recorded event, with its sequence), or None when it has no
     searchable text."""
     if not event.HasField("content"):
         return None
-    doc = document(content_text(event.content))
+    doc = content_document(event.content)
     if doc.empty:
         return None
     content = content_pb2.Content()

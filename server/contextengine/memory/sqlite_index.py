@@ -26,9 +26,9 @@ from typing import Any, Literal, get_args
 import aiosqlite
 
 from contextengine.errors import ContextEngineError
-from contextengine.memory.documents import Entry
+from contextengine.memory.documents import Entry, content_document
 from contextengine.memory.index import Hit, Ranking
-from contextengine.memory.text import Document, QueryTerm, TermKind
+from contextengine.memory.text import TOKENIZER_VERSION, Document, QueryTerm, TermKind
 from contextengine.store import SessionKey
 from contextengine.store._sqlite_conn import connect, run
 from contextengine.store._sqlite_writer import WriteTx
@@ -238,10 +238,55 @@ def _has_fts_table(db: sqlite3.Connection) -> bool:
     return row is not None
 
 
+def _retokenize(db: sqlite3.Connection) -> bool:
+    """Re-derives every entry's terms from its content when they were written by another
+    tokenizer version (``memory_meta.tokenizer``; a file without the stamp predates it and was
+    written by version 1), dropping entries left without a term, and stamps the current version.
+    Whether the terms were re-derived."""
+    row = db.execute("SELECT value FROM memory_meta WHERE key = 'tokenizer'").fetchone()
+    current = str(TOKENIZER_VERSION)
+    if row is not None and row[0] == current:
+        return False
+    outdated = (row[0] if row is not None else "1") != current
+    last = 0
+    while outdated:
+        page = db.execute(
+            "SELECT id, content FROM memory_entries WHERE id > ? ORDER BY id LIMIT ?",
+            (last, _REBUILD_PAGE),
+        ).fetchall()
+        if not page:
+            break
+        updates: list[tuple[str, str, int]] = []
+        dropped: list[tuple[int]] = []
+        for row_id, content in page:
+            doc = content_document(content_pb2.Content.FromString(content))
+            if doc.empty:
+                dropped.append((row_id,))
+            else:
+                updates.append((_joined(doc.words), _joined(doc.tokens), row_id))
+        db.executemany("UPDATE memory_entries SET words = ?, tokens = ? WHERE id = ?", updates)
+        db.executemany("DELETE FROM memory_entries WHERE id = ?", dropped)
+        last = page[-1][0]
+    db.execute(
+        "INSERT INTO memory_meta (key, value) VALUES ('tokenizer', ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (current,),
+    )
+    return outdated
+
+
 def _prepare(tx: WriteTx, *, use_fts: bool) -> bool:
-    """Creates or rebuilds the FTS5 table when FTS5 is used; whether the file had one before."""
+    """Re-tokenizes the entries if their tokenizer version is not this one, and creates or
+    rebuilds the FTS5 table when FTS5 is used; whether the file had one before."""
     db = tx.db
+    retokenized = _retokenize(db)
     existed = _has_fts_table(db)
+    if retokenized and existed:
+        # Its rows hold the old terms: rebuilt now, or at the next startup that uses FTS5.
+        db.execute(
+            "INSERT INTO memory_meta (key, value) VALUES ('fts_stale', '1')"
+            " ON CONFLICT (key) DO NOTHING"
+        )
     if not use_fts:
         return existed
     stale = db.execute("SELECT value FROM memory_meta WHERE key = 'fts_stale'").fetchone()

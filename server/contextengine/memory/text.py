@@ -37,6 +37,7 @@ __all__ = [
     "MAX_INDEXED_BYTES",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TERMS",
+    "TOKENIZER_VERSION",
     "Document",
     "QueryTerm",
     "TermKind",
@@ -55,6 +56,10 @@ MAX_QUERY_CHARS = 10_000
 MAX_QUERY_TERMS = 64
 #: separates the bigrams of two words in the ``grams`` column
 GRAM_SEPARATOR = "_"
+#: the version of what :func:`document` makes of a text. Stored indexes keep the terms of their
+#: entries; one written with another version is re-tokenized when it is opened, so raise this
+#: whenever a change to the rules changes an entry's terms.
+TOKENIZER_VERSION = 1
 
 _WORD = re.compile(r"\w+")
 
