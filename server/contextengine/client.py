@@ -138,14 +138,19 @@ class ContextEngineClient:
         user_id: str,
         session_id: str = "",
         state: Mapping[str, Any] | None = None,
+        *,
+        config: config_pb2.SessionConfig | None = None,
     ) -> session_pb2.Session:
-        """Creates a session (not retried: a retry could hit ALREADY_EXISTS)."""
+        """Creates a session (not retried: a retry could hit ALREADY_EXISTS), with its own
+        ``config`` from the start when given (see ``update_session_config``)."""
         request = pb.CreateSessionRequest(
             app_name=app_name,
             user_id=user_id,
             session_id=session_id,
             state=dict_to_struct(state or {}),
         )
+        if config is not None:
+            request.config.CopyFrom(config)
         response = await self._call(
             lambda: self._sessions.CreateSession(request, timeout=self.timeout), frozenset()
         )

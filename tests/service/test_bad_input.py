@@ -115,6 +115,17 @@ async def test_create_session_bad_input(stub: Any) -> None:
         grpc.StatusCode.ALREADY_EXISTS,
         "SESSION_ALREADY_EXISTS",
     )
+    half = config_pb2.EventsCompactionConfig(compaction_interval=2)  # overlap_size missing
+    await expect(
+        stub.CreateSession(
+            pb.CreateSessionRequest(
+                session_id="s9", config=config_pb2.SessionConfig(events_compaction_config=half), **A
+            )
+        ),
+        INVALID,
+        "INVALID_COMPACTION_CONFIG",
+        "config.events_compaction_config.compaction_interval",  # the pair's first field
+    )
 
 
 async def test_get_list_delete_bad_input(stub: Any) -> None:

@@ -63,6 +63,25 @@ async def test_round_trip_and_the_configuration_in_effect() -> None:
         assert cleared.effective_compaction_config == SLIDING
 
 
+async def test_a_session_created_with_its_configuration() -> None:
+    async with engine() as (_, client):
+        await client.create_session(APP, USER, "s2", config=own(TOKENS))
+        got = await client.get_session_config(APP, USER, "s2")
+        assert got.config.events_compaction_config == TOKENS
+        assert got.config.update_time > 0
+        assert got.effective_compaction_config == TOKENS
+        # A rejected configuration creates nothing.
+        bad = own(config_pb2.EventsCompactionConfig(token_threshold=10))
+        await expect_error(
+            client.create_session(APP, USER, "s3", config=bad),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_COMPACTION_CONFIG",
+        )
+        await expect_error(
+            client.get_session(APP, USER, "s3"), grpc.StatusCode.NOT_FOUND, "SESSION_NOT_FOUND"
+        )
+
+
 async def test_without_an_app_configuration_only_the_session_is_compacted() -> None:
     async with engine(FakeSummarizer(), config=None) as (_, client):
         got = await client.get_session_config(APP, USER, SESSION)

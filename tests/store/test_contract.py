@@ -650,6 +650,18 @@ async def test_session_config_round_trip(store: EventStore, clock: FakeClock) ->
     assert (await store.get_session_config(KEY)).update_time == 56.0
 
 
+async def test_a_session_can_be_created_with_its_config(store: EventStore) -> None:
+    config = _sliding(5, 1)
+    await store.create_session(KEY, {}, 9.0, config=config)
+    stored = await store.get_session_config(KEY)
+    assert stored.events_compaction_config == config.events_compaction_config
+    assert stored.update_time == 9.0
+    assert config.update_time == 0.0  # the caller's message is not modified
+    other = SessionKey(APP, "u1", "s2")
+    await store.create_session(other, {}, 9.0)
+    assert await store.get_session_config(other) == config_pb2.SessionConfig()
+
+
 async def test_session_config_needs_the_session_and_goes_with_it(store: EventStore) -> None:
     await raises("SESSION_NOT_FOUND", store.get_session_config(KEY))
     await raises("SESSION_NOT_FOUND", store.put_session_config(KEY, _sliding(2, 1)))

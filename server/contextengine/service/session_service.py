@@ -59,6 +59,11 @@ def _key(request: Any) -> SessionKey:
     return SessionKey(request.app_name, request.user_id, request.session_id)
 
 
+def _check_session_config(config: config_pb2.SessionConfig) -> None:
+    if config.HasField("events_compaction_config"):
+        check_compaction_config(config.events_compaction_config, "config.events_compaction_config")
+
+
 class SessionServicer:
     """Implements every RPC of ``SessionService``; errors are raised as ContextEngineError."""
 
@@ -82,8 +87,11 @@ class SessionServicer:
         check_id(request.session_id, "session_id", required=False)
         state = struct_to_dict(request.state, "state")
         validate_state(state, "state")
+        config = request.config if request.HasField("config") else None
+        if config is not None:
+            _check_session_config(config)
         key = SessionKey(request.app_name, request.user_id, request.session_id or str(uuid.uuid4()))
-        stored = await self._store.create_session(key, state, self._clock())
+        stored = await self._store.create_session(key, state, self._clock(), config=config)
         return pb.CreateSessionResponse(session=session_to_proto(stored))
 
     async def GetSession(
@@ -303,10 +311,7 @@ class SessionServicer:
         key = _key(request)
         if not request.HasField("config"):
             raise invalid("MISSING_FIELD", "config", "config is required (it may be empty)")
-        if request.config.HasField("events_compaction_config"):
-            check_compaction_config(
-                request.config.events_compaction_config, "config.events_compaction_config"
-            )
+        _check_session_config(request.config)
         stored = await self._session_configs.put(key, request.config)
         return self._session_config_response(
             pb.UpdateSessionConfigResponse(config=stored),

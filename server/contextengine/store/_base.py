@@ -143,10 +143,16 @@ class EventStore(Protocol):
         """Flushes pending writes and releases resources. Idempotent."""
 
     async def create_session(
-        self, key: SessionKey, state: dict[str, Any], now: float
+        self,
+        key: SessionKey,
+        state: dict[str, Any],
+        now: float,
+        *,
+        config: config_pb2.SessionConfig | None = None,
     ) -> StoredSession:
         """Creates a session; ``state`` is split by scope like a delta (temp keys dropped).
-        ``create_time`` and ``last_update_time`` are ``now``."""
+        ``create_time`` and ``last_update_time`` are ``now``. ``config``: the session's own
+        configuration, stored with it (its ``update_time`` set to ``now``)."""
 
     async def get_session(self, key: SessionKey, flt: EventFilter) -> StoredSession:
         """The session with merged state and the filtered events."""

@@ -48,17 +48,37 @@ from contextengine.v1 import config_pb2, event_pb2
 _INSERT_EVENT = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 
-def create_session(tx: WriteTx, *, key: SessionKey, state: JsonObject, now: float) -> StoredSession:
+def create_session(
+    tx: WriteTx,
+    *,
+    key: SessionKey,
+    state: JsonObject,
+    now: float,
+    config: config_pb2.SessionConfig | None = None,
+) -> StoredSession:
+    """``config`` is the store's own copy (its ``update_time`` is set to ``now``)."""
     if tx.sessions.get(key) is not None:
         raise session_already_exists(key.session_id)
     scoped = split_delta(state)
     app = _update_app_state(tx.db, key.app_name, scoped.app, now)
     user = _update_user_state(tx.db, key, scoped.user, now)
+    stored_config: bytes | None = None
+    if config is not None:
+        config.update_time = now
+        stored_config = config.SerializeToString(deterministic=True)
     cursor = tx.db.execute(
         "INSERT INTO sessions"
-        " (app_name, user_id, session_id, state, create_time, update_time, last_sequence)"
-        " VALUES (?, ?, ?, ?, ?, ?, 0)",
-        (key.app_name, key.user_id, key.session_id, dump_state(scoped.session), now, now),
+        " (app_name, user_id, session_id, state, create_time, update_time, last_sequence, config)"
+        " VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+        (
+            key.app_name,
+            key.user_id,
+            key.session_id,
+            dump_state(scoped.session),
+            now,
+            now,
+            stored_config,
+        ),
     )
     assert cursor.lastrowid is not None
     tx.sessions.set(key, SessionRow(pk=cursor.lastrowid, last_sequence=0))

@@ -76,13 +76,21 @@ class MemoryStore:
         self._closed = True
 
     async def create_session(
-        self, key: SessionKey, state: dict[str, Any], now: float
+        self,
+        key: SessionKey,
+        state: dict[str, Any],
+        now: float,
+        *,
+        config: config_pb2.SessionConfig | None = None,
     ) -> StoredSession:
         self._check_open()
         if key in self._sessions:
             raise session_already_exists(key.session_id)
         scoped = split_delta(copy.deepcopy(state))
         session = _Session(state=scoped.session, create_time=now, last_update_time=now)
+        if config is not None:
+            session.config.CopyFrom(config)
+            session.config.update_time = now
         self._update_shared_state(key, scoped.app, scoped.user)
         self._sessions[key] = session
         shared = {APP_PREFIX + k: v for k, v in scoped.app.items()}

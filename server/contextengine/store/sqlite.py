@@ -124,10 +124,19 @@ class SqliteStore:
         )
 
     async def create_session(
-        self, key: SessionKey, state: dict[str, Any], now: float
+        self,
+        key: SessionKey,
+        state: dict[str, Any],
+        now: float,
+        *,
+        config: config_pb2.SessionConfig | None = None,
     ) -> StoredSession:
+        owned: config_pb2.SessionConfig | None = None
+        if config is not None:
+            owned = config_pb2.SessionConfig()
+            owned.CopyFrom(config)
         return await self._write(
-            partial(ops.create_session, key=key, state=copy.deepcopy(state), now=now)
+            partial(ops.create_session, key=key, state=copy.deepcopy(state), now=now, config=owned)
         )
 
     async def get_session(self, key: SessionKey, flt: EventFilter) -> StoredSession:

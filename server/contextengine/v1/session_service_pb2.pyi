@@ -44,6 +44,7 @@ class CreateSessionRequest(_message.Message):
     USER_ID_FIELD_NUMBER: _builtins.int
     SESSION_ID_FIELD_NUMBER: _builtins.int
     STATE_FIELD_NUMBER: _builtins.int
+    CONFIG_FIELD_NUMBER: _builtins.int
     app_name: _builtins.str
     """The app. Required."""
     user_id: _builtins.str
@@ -54,6 +55,12 @@ class CreateSessionRequest(_message.Message):
     def state(self) -> _struct_pb2.Struct:
         """Initial state (a JSON object). Optional."""
 
+    @_builtins.property
+    def config(self) -> _config_pb2.SessionConfig:
+        """The session's own configuration from the start (see UpdateSessionConfig), validated the same
+        way; stored in the same transaction as the session. Optional.
+        """
+
     def __init__(
         self,
         *,
@@ -61,10 +68,11 @@ class CreateSessionRequest(_message.Message):
         user_id: _builtins.str = ...,
         session_id: _builtins.str = ...,
         state: _struct_pb2.Struct | None = ...,
+        config: _config_pb2.SessionConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["state", b"state"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "state", b"state"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "session_id", b"session_id", "state", b"state", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "config", b"config", "session_id", b"session_id", "state", b"state", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
