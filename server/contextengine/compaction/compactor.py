@@ -27,6 +27,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -38,12 +39,14 @@ from contextengine.core.compaction import (
     TOKEN_THRESHOLD,
     CompactionPlan,
     PlanResult,
+    RecordedScan,
     has_live_root_events,
     latest_prompt_token_count,
     plan_after_invocation,
     plan_sliding_window,
     plan_token_threshold,
     render_events,
+    scan_recorded,
     summary_event,
 )
 from contextengine.core.context import DEFAULT_OTHER_AGENT_PREAMBLE, ContextOptions
@@ -70,6 +73,8 @@ _LOG = logging.getLogger("contextengine.compaction")
 
 #: How many times an append is retried when other appends keep moving the log's end.
 _APPEND_ATTEMPTS = 8
+#: recorded-count scans kept for the token check (least recently used dropped)
+_MAX_SCANS = 10_000
 #: Backoff doubles per consecutive failure up to this exponent (far beyond any maximum delay;
 #: an unbounded power of two stops converting to float after 1024 failures).
 _MAX_BACKOFF_DOUBLINGS = 60
@@ -237,6 +242,10 @@ class Compactor:
         self._backoff = backoff_seconds
         self._max_backoff = max_backoff_seconds
         self._sessions: dict[SessionKey, _Session] = {}
+        #: the last recorded-count scan per (session, agent, scope), with its log's generation
+        self._scans: OrderedDict[tuple[SessionKey, str, str | None], tuple[int, RecordedScan]] = (
+            OrderedDict()
+        )
         self._closed = False
 
     def new_id(self) -> str:
@@ -500,10 +509,13 @@ class Compactor:
             preamble = await self._preamble(key)
             log = await self._log(key, session)
             read = log
+            rewinds = any(item.rewind_target for item in log.items)
             reading = latest_prompt_token_count(
                 log.events,
-                # Without rewinds (the usual case) the log is its own rewound log: no O(n) pass.
-                rewound=None if any(item.rewind_target for item in log.items) else log.events,
+                # Without rewinds (the usual case) the log is its own rewound log: no O(n) pass,
+                # and the walk for a recorded count resumes where the previous call's ended.
+                rewound=None if rewinds else log.events,
+                scan=None if rewinds else self._scan(key, view, log),
                 agent_name=view.agent_name,
                 branch=view.branch,
                 isolation_scope=view.isolation_scope,
@@ -530,6 +542,20 @@ class Compactor:
                     return ContextCheck()
                 outcome = await self._summarize_and_append(key, session, plan, log.create_time)
                 return ContextCheck(outcome.summary)
+
+    def _scan(self, key: SessionKey, view: View, log: SessionLog) -> RecordedScan:
+        """``scan_recorded`` of a log without rewinds, resumed from the previous call's scan of
+        the same cached log (same generation: it has only grown since)."""
+        memo_key = (key, view.agent_name, view.isolation_scope)
+        memo = self._scans.pop(memo_key, None)
+        previous = None
+        if memo is not None and memo[0] == log.generation and memo[1].count <= len(log.events):
+            previous = memo[1]
+        scan = scan_recorded(log.events, view.agent_name, view.isolation_scope, previous)
+        self._scans[memo_key] = (log.generation, scan)
+        while len(self._scans) > _MAX_SCANS:
+            self._scans.popitem(last=False)
+        return scan
 
     # -- summarising and appending -------------------------------------------------------------
 

@@ -22,12 +22,14 @@ from contextengine.core.compaction._planner import (
     TOKEN_THRESHOLD,
     CompactionPlan,
     PlanResult,
+    RecordedScan,
     TokenReading,
     has_live_root_events,
     latest_prompt_token_count,
     plan_after_invocation,
     plan_sliding_window,
     plan_token_threshold,
+    scan_recorded,
 )
 from contextengine.core.compaction._render import render_events
 from contextengine.core.compaction._summary_event import summary_event
@@ -38,6 +40,7 @@ __all__ = [
     "CompactionPlan",
     "Expansion",
     "PlanResult",
+    "RecordedScan",
     "TokenReading",
     "call_ids",
     "client_plan",
@@ -54,5 +57,6 @@ __all__ = [
     "render_events",
     "response_ids",
     "safe_split_index",
+    "scan_recorded",
     "summary_event",
 ]

@@ -52,12 +52,14 @@ __all__ = [
     "TOKEN_THRESHOLD",
     "CompactionPlan",
     "PlanResult",
+    "RecordedScan",
     "TokenReading",
     "has_live_root_events",
     "latest_prompt_token_count",
     "plan_after_invocation",
     "plan_sliding_window",
     "plan_token_threshold",
+    "scan_recorded",
     "seed_event",
 ]
 
@@ -236,6 +238,46 @@ def plan_sliding_window(
     return PlanResult(None, skipped)
 
 
+@dataclass(frozen=True)
+class RecordedScan:
+    """The newest recorded prompt token count of an agent in a scope, not older than a summary,
+    over the first ``count`` events of a log (``tokens`` None: there is none)."""
+
+    count: int
+    tokens: int | None
+
+
+def scan_recorded(
+    rewound: Sequence[event_pb2.Event],
+    agent_name: str,
+    isolation_scope: str | None,
+    previous: RecordedScan | None = None,
+) -> RecordedScan:
+    """Walks ``rewound`` (a log with its rewinds applied) back from its end for the newest
+    prompt token count recorded by ``agent_name`` (any author when empty) in the scope, stopping
+    at a summary of the scope. ``previous``, the scan of a prefix of the same log (the log has only
+    grown since, without a rewind), ends the walk where that prefix ends."""
+    stop = previous.count if previous is not None else 0
+    # Inlined checks (``_scope``, ``_is_summary``): without a recorded count the first scan
+    # walks the whole scope.
+    for index in range(len(rewound) - 1, stop - 1, -1):
+        event = rewound[index]
+        if event.HasField("isolation_scope"):
+            if event.isolation_scope != isolation_scope:
+                continue
+        elif isolation_scope is not None:
+            continue
+        if event.actions.HasField("compaction"):
+            return RecordedScan(len(rewound), None)
+        if event.HasField("usage_metadata"):
+            usage = event.usage_metadata
+            if usage.HasField("prompt_token_count") and (
+                not agent_name or event.author == agent_name
+            ):
+                return RecordedScan(len(rewound), usage.prompt_token_count)
+    return RecordedScan(len(rewound), previous.tokens if previous is not None else None)
+
+
 def latest_prompt_token_count(
     log: Sequence[event_pb2.Event],
     *,
@@ -245,31 +287,22 @@ def latest_prompt_token_count(
     other_agent_preamble: str = DEFAULT_OTHER_AGENT_PREAMBLE,
     rewound: Sequence[event_pb2.Event] | None = None,
     contents_chars: Callable[[ContextOptions], int] | None = None,
+    scan: RecordedScan | None = None,
 ) -> TokenReading:
     """Section 4.3: the newest recorded prompt token count of ``agent_name`` (any author when
     empty) in the scope, not older than a summary; else the characters of the contents the agent
     would be given, divided by 4 (None when there are none).
 
     ``contents_chars``, when given, returns those characters for the options instead of building
-    the contents from ``log`` (the service answers from a cached view of the same log)."""
+    the contents from ``log`` (the service answers from a cached view of the same log).
+    ``scan``, when given, is :func:`scan_recorded` of the rewound log for the agent and scope,
+    done already (incrementally, by the service)."""
     if rewound is None:
         rewound = apply_rewinds(log)
-    # Inlined checks (``_scope``, ``_is_summary``): without a recorded count this walks the
-    # whole scope, once per context.
-    for event in reversed(rewound):
-        if event.HasField("isolation_scope"):
-            if event.isolation_scope != isolation_scope:
-                continue
-        elif isolation_scope is not None:
-            continue
-        if event.actions.HasField("compaction"):
-            break
-        if event.HasField("usage_metadata"):
-            usage = event.usage_metadata
-            if usage.HasField("prompt_token_count") and (
-                not agent_name or event.author == agent_name
-            ):
-                return TokenReading(usage.prompt_token_count, "recorded")
+    if scan is None:
+        scan = scan_recorded(rewound, agent_name, isolation_scope)
+    if scan.tokens is not None:
+        return TokenReading(scan.tokens, "recorded")
     options = ContextOptions(
         agent_name=agent_name,
         branch=branch,
