@@ -35,13 +35,16 @@ COUNTER = CharsPerFourCounter()
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-
-@settings(
+#: generated sessions: as many as the incremental-view tests, no deadline, no example database
+GENERATED = settings(
     max_examples=150,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+
+
+@GENERATED
 @given(data=st.data(), session=sessions())
 def test_the_reading_from_a_growing_view_is_the_reading_from_the_log(
     data: st.DataObject, session: Session
@@ -72,12 +75,7 @@ def test_the_reading_from_a_growing_view_is_the_reading_from_the_log(
         assert fast == expected, f"after {cut} events"
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@GENERATED
 @given(data=st.data(), session=sessions())
 def test_a_resumed_scan_for_a_recorded_count_is_the_full_scan(
     data: st.DataObject, session: Session
