@@ -8,7 +8,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -38,6 +38,9 @@ from contextengine.v1 import (
     session_service_pb2,
     subscription_service_pb2,
 )
+
+if TYPE_CHECKING:
+    from contextengine.compaction.gemini import GeminiSettings
 
 _LOG = logging.getLogger("contextengine.server")
 
@@ -101,22 +104,25 @@ class ServerSettings:
     subscription_target_load: float = 0.75
 
 
-def _default_summarizers(settings: ServerSettings) -> SummarizerFactory:
-    from contextengine.compaction.factory import summarizer_from_config
+def _gemini(settings: ServerSettings) -> GeminiSettings:
+    """The Gemini key from the environment, the endpoint from the settings or else it."""
     from contextengine.compaction.gemini import GeminiSettings
 
     env = GeminiSettings.from_env()
-    gemini = GeminiSettings(env.api_key, settings.gemini_base_url or env.base_url)
+    return GeminiSettings(env.api_key, settings.gemini_base_url or env.base_url)
+
+
+def _default_summarizers(settings: ServerSettings) -> SummarizerFactory:
+    from contextengine.compaction.factory import summarizer_from_config
+
+    gemini = _gemini(settings)
     return lambda config: summarizer_from_config(config, gemini)
 
 
 def _prompt_cache(settings: ServerSettings, configs: AppConfigs) -> PromptCache:
     from contextengine.cache.gemini_caches import GeminiCaches, ManagedCaches
-    from contextengine.compaction.gemini import GeminiSettings
 
-    env = GeminiSettings.from_env()
-    gemini = GeminiSettings(env.api_key, settings.gemini_base_url or env.base_url)
-    caches = GeminiCaches(gemini, timeout_seconds=settings.gemini_cache_timeout_seconds)
+    caches = GeminiCaches(_gemini(settings), timeout_seconds=settings.gemini_cache_timeout_seconds)
     return PromptCache(configs, managed=ManagedCaches(caches, clock=time.time))
 
 

@@ -12,7 +12,7 @@ import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from contextengine.core.state import (
     APP_PREFIX,
@@ -37,6 +37,9 @@ from contextengine.store._base import (
 )
 from contextengine.store._listeners import CommitListeners
 from contextengine.v1 import config_pb2, event_pb2
+
+#: the configuration messages the store keeps its own copies of
+_Config = TypeVar("_Config", config_pb2.AppConfig, config_pb2.SessionConfig)
 
 
 @dataclass
@@ -230,22 +233,16 @@ class MemoryStore:
 
     async def get_session_config(self, key: SessionKey) -> config_pb2.SessionConfig:
         self._check_open()
-        copied = config_pb2.SessionConfig()
-        copied.CopyFrom(self._session(key).config)
-        return copied
+        return _copy_config(self._session(key).config)
 
     async def put_session_config(
         self, key: SessionKey, config: config_pb2.SessionConfig
     ) -> config_pb2.SessionConfig:
         self._check_open()
         session = self._session(key)
-        stored = config_pb2.SessionConfig()
-        stored.CopyFrom(config)
-        stored.update_time = self._clock()
-        session.config = stored
-        copied = config_pb2.SessionConfig()
-        copied.CopyFrom(stored)
-        return copied
+        session.config = _copy_config(config)
+        session.config.update_time = self._clock()
+        return _copy_config(session.config)
 
     def _take_positions(self, count: int) -> int:
         """Takes ``count`` consecutive positions and returns the first."""
@@ -306,7 +303,7 @@ def _copied(logged: LoggedEvent) -> LoggedEvent:
     return LoggedEvent(logged.key, copy_event(logged.event), logged.position)
 
 
-def _copy_config(config: config_pb2.AppConfig) -> config_pb2.AppConfig:
-    out = config_pb2.AppConfig()
+def _copy_config(config: _Config) -> _Config:
+    out = type(config)()
     out.CopyFrom(config)
     return out
