@@ -151,7 +151,8 @@ class SubscribeEventsRequest(_message.Message):
     live what was recorded since the previous frame) go in `events` frames of up to N. Live, an
     event is sent at once while the server has room, as a frame of one if it is alone; when it
     is busy (many subscribers, events coming fast) it spaces the frames of such subscribers out,
-    up to 50 ms apart, so that each frame carries more events. Negative or above 1000:
+    up to the server's hold apart (50 ms unless `serve --subscription-max-hold-ms` says
+    otherwise), so that each frame carries more events. Negative or above 1000:
     INVALID_ARGUMENT.
     """
     @_builtins.property
