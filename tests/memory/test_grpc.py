@@ -115,7 +115,7 @@ async def test_background_ingestion_and_config(server: ContextEngineServer) -> N
         s = await client.create_session("bg", "dave")
         for n in range(3):
             await client.append_event("bg", "dave", s.id, text_event(f"note {n} about tea"))
-        # The lead wires on_invocation_end into EndInvocation; here it is called directly.
+        # EndInvocation calls on_invocation_end (test_end_invocation_hook.py); here it is direct.
         assert server.memory is not None
         assert await server.memory.on_invocation_end(SessionKey("bg", "dave", s.id))
         await server.memory.wait_idle()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.memory import Hit, MemoryIndex
+from contextengine.memory import Hit, MemoryIndex, PythonMemoryIndex
 from contextengine.memory.text import query_terms
 from contextengine.store import SessionKey
 from tests.memory.conftest import Memory, close_memory, open_memory
@@ -321,3 +321,12 @@ async def test_cjk_queries_rank_entries_with_more_of_the_query_first(index: Memo
     japanese = await search(index, "東京 天気")
     assert japanese[0] == ("s1", 3)
     assert set(japanese) == {("s1", 3), ("s1", 4)}
+
+
+async def test_python_index_forgets_the_words_of_removed_entries() -> None:
+    index = PythonMemoryIndex()
+    await index.apply(S1, [], [entry("kiwi one", 1), entry("kiwi two", 2)])
+    await index.apply(S1, [1], [])
+    assert await index.delete_session(S1) == 1
+    assert not index._word_rows  # document frequencies of words no entry holds are dropped
+    assert await search(index, "kiwi") == []

@@ -263,6 +263,35 @@ async def test_preload_swallows_search_failures(memory: Memory) -> None:
     assert (preload.query, preload.hits, preload.text) == ("anything", [], "")
 
 
+async def test_preload_swallows_config_failures(memory: Memory) -> None:
+    async def broken(app_name: str) -> None:
+        raise RuntimeError("store unavailable")
+
+    memory.configs.get = broken  # type: ignore[method-assign]
+    preload = await memory.service.preload(KEY, "anything")
+    assert (preload.query, preload.hits, preload.text) == ("anything", [], "")
+
+
+async def test_add_session_reports_the_log_it_ingested(memory: Memory) -> None:
+    """An event appended (and read into the shared log cache) while an ingestion runs is
+    either ingested and counted in ``last_sequence``, or neither."""
+    await memory.store.create_session(KEY, {}, 1.0)
+    await append(memory, KEY, event("first note", event_id="a"))
+    remembered = memory.index.remembered
+
+    async def racing(key: SessionKey) -> dict[int, str]:
+        known = await remembered(key)
+        if key == KEY and not (await memory.store.list_events(KEY, 1, 10))[0]:
+            await append(memory, KEY, event("second note", event_id="b", sequence=2))
+            await memory.service._events.log(KEY)  # another call, e.g. BuildContext
+        return known
+
+    memory.index.remembered = racing  # type: ignore[method-assign]
+    outcome = await memory.service.add_session(KEY)
+    assert outcome.entry_count == outcome.last_sequence
+    assert sorted(await remembered(KEY)) == list(range(1, outcome.last_sequence + 1))
+
+
 async def test_memory_survives_a_restart(tmp_path: Path) -> None:
     db = tmp_path / "restart.db"
     first = await open_memory("sqlite-fts5", db)

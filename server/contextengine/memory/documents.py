@@ -16,12 +16,21 @@ from contextengine.core.context._rewind import live_indices
 from contextengine.memory.text import Document, document
 from contextengine.v1 import content_pb2, event_pb2
 
-__all__ = ["Entry", "content_text", "current_user_text", "entry_from_event", "live_entries"]
+__all__ = [
+    "Entry",
+    "content_text",
+    "current_user_text",
+    "entry_from_event",
+    "joined_text",
+    "live_entries",
+]
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One remembered event: where it comes from, what it said, and how it is found."""
+    """One remembered event: where it comes from, what it said, and how it is found.
+    ``content`` may be the recorded event's own message: never mutate it (backends copy or
+    serialize what they keep)."""
 
     sequence: int
     event_id: str
@@ -50,21 +59,19 @@ def content_document(content: content_pb2.Content) -> Document:
 
 def entry_from_event(event: event_pb2.Event) -> Entry | None:
     """The entry for ``event`` (a recorded event, with its sequence), or None when it has no
-    searchable text."""
+    searchable text. The entry shares the event's content (events never change)."""
     if not event.HasField("content"):
         return None
     doc = content_document(event.content)
     if doc.empty:
         return None
-    content = content_pb2.Content()
-    content.CopyFrom(event.content)
     return Entry(
         sequence=event.sequence,
         event_id=event.id,
         invocation_id=event.invocation_id,
         author=event.author,
         timestamp=event.timestamp,
-        content=content,
+        content=event.content,
         doc=doc,
     )
 
@@ -97,12 +104,13 @@ def current_user_text(events: Sequence[event_pb2.Event]) -> str:
         event = events[index]
         if event.author != "user" or not event.HasField("content"):
             continue
-        text = user_content_text(event.content)
+        text = joined_text(event.content)
         if text:
             return text
     return ""
 
 
-def user_content_text(content: content_pb2.Content) -> str:
-    """ADK's preload query from a user content: non-thought text parts joined by a space."""
+def joined_text(content: content_pb2.Content) -> str:
+    """The non-thought text parts joined by a space, as they are: ADK's preload query from a
+    user content, and the text of a memory's preload line."""
     return " ".join(part.text for part in content.parts if part.text and not part.thought)

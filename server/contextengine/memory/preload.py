@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from contextengine.errors import invalid
+from contextengine.memory.documents import joined_text
 from contextengine.memory.index import Hit
 from contextengine.v1 import config_pb2
 
@@ -60,7 +61,7 @@ def memory_lines(
     for hit in hits:
         entry = hit.entry
         lines.append(f"Time: {format_timestamp(entry.timestamp, time_format)}")
-        text = " ".join(part.text for part in entry.content.parts if part.text and not part.thought)
+        text = joined_text(entry.content)
         if text:
             lines.append(f"{entry.author}: {text}" if entry.author else text)
     return lines

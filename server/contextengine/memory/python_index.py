@@ -81,7 +81,10 @@ class PythonMemoryIndex:
             return 0
         self._rows -= 1
         self._tokens -= row.length
-        self._word_rows.subtract(set(row.entry.doc.words))
+        for word in set(row.entry.doc.words):
+            self._word_rows[word] -= 1
+            if not self._word_rows[word]:
+                del self._word_rows[word]  # a forgotten word leaves no key behind
         return 1
 
     def _forget(self, key: SessionKey) -> None:

@@ -70,6 +70,10 @@ class Preload:
     text: str
 
 
+def _max_results(config: config_pb2.MemoryConfig) -> int:
+    return config.max_results if config.HasField("max_results") else DEFAULT_MAX_RESULTS
+
+
 class _SessionLocks:
     """One lock per session, dropped when nobody holds or waits for it."""
 
@@ -123,17 +127,16 @@ class MemoryService:
         config = await self._configs.get(app_name)
         return config.memory if config is not None else config_pb2.MemoryConfig()
 
-    async def max_results(self, app_name: str) -> int:
-        config = await self._config(app_name)
-        return config.max_results if config.HasField("max_results") else DEFAULT_MAX_RESULTS
-
     # Ingestion -----------------------------------------------------------------------------
 
     async def add_session(self, key: SessionKey) -> IngestOutcome:
         """Makes the session's entries exactly its remembered events (SESSION_NOT_FOUND)."""
         async with self._locks.hold(key):
-            log = await self._events.log(key)
+            # The index first: ``log.events`` is the cache's own list, which other calls extend,
+            # so it is used without awaiting in between (every event considered is counted in
+            # ``last_sequence``).
             known = await self.index.remembered(key)
+            log = await self._events.log(key)
             skip = frozenset(known.items())
             sequences, new = live_entries(log.events, skip)
             live = set(sequences)
@@ -188,10 +191,12 @@ class MemoryService:
     async def search(self, app_name: str, user_id: str, query: str, limit: int = 0) -> SearchResult:
         """The best memories of the user for ``query``; ``limit`` 0 = the app's default."""
         if limit <= 0:
-            limit = await self.max_results(app_name)
+            limit = _max_results(await self._config(app_name))
+        return SearchResult(await self._find(app_name, user_id, query, limit), self.index.ranking)
+
+    async def _find(self, app_name: str, user_id: str, query: str, limit: int) -> list[Hit]:
         terms = query_terms(query[:MAX_QUERY_CHARS])
-        hits = await self.index.search(app_name, user_id, terms, limit) if terms else []
-        return SearchResult(hits, self.index.ranking)
+        return await self.index.search(app_name, user_id, terms, limit) if terms else []
 
     async def delete(self, app_name: str, user_id: str, session_id: str = "") -> int:
         if session_id:
@@ -201,14 +206,14 @@ class MemoryService:
     # Preload -------------------------------------------------------------------------------
 
     async def preload(self, key: SessionKey, query: str) -> Preload:
-        """What ADK's preload-memory tool would inject for ``query``. A failing search is
-        logged and gives no memories (as in ADK)."""
+        """What ADK's preload-memory tool would inject for ``query``. A failing search (or
+        configuration read) is logged and gives no memories (as in ADK)."""
         query = query[:MAX_QUERY_CHARS]
         if not query.strip():
             return Preload(query, [], "")
-        config = await self._config(key.app_name)
         try:
-            hits = (await self.search(key.app_name, key.user_id, query)).hits
+            config = await self._config(key.app_name)
+            hits = await self._find(key.app_name, key.user_id, query, _max_results(config))
         except Exception:
             _LOG.warning("memory preload failed (query length: %d)", len(query), exc_info=True)
             return Preload(query, [], "")

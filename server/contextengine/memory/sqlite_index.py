@@ -1,6 +1,7 @@
 """``SqliteMemoryIndex``: memory in the engine's SQLite file, searched with FTS5 and BM25.
 
-Tables: ``memory_entries`` and ``memory_meta`` come from the store's numbered migrations; the FTS5
+Tables: ``memory_users``, ``memory_entries`` and ``memory_meta`` come from the store's numbered
+migrations; the FTS5
 table ``memory_fts`` (columns ``words``, ``grams``, ``chars``; ``rowid`` = ``memory_entries.id``)
 is created here at startup because a migration cannot depend on how SQLite was compiled. Writes go
 through the store's single writer (``SqliteStore.write``), one transaction per operation, so an
@@ -75,8 +76,9 @@ def _fts_texts(doc: Document) -> tuple[str, str, str]:
     return " ".join(doc.words), " ".join(doc.grams()), " ".join(doc.chars())
 
 
-def _fts_row(words: str, tokens: str) -> tuple[str, str, str]:
-    return _fts_texts(Document(tuple(words.split()), tuple(tokens.split())))
+def _stored_document(words: str, tokens: str) -> Document:
+    """The document of a ``memory_entries`` row, from its ``words`` and ``tokens``."""
+    return Document(tuple(words.split()), tuple(tokens.split()))
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,11 @@ class SqliteMemoryIndex:
         if reader is not None:
             await reader.close()
 
+    def _open_reader(self) -> aiosqlite.Connection:
+        if self._reader is None:
+            raise ContextEngineError("SHUTTING_DOWN", "the memory index is closed")
+        return self._reader
+
     async def remembered(self, key: SessionKey) -> dict[int, str]:
         def query(db: sqlite3.Connection) -> dict[int, str]:
             rows = db.execute(
@@ -156,9 +163,7 @@ class SqliteMemoryIndex:
             )
             return {int(sequence): str(event_id) for sequence, event_id in rows}
 
-        if self._reader is None:
-            raise ContextEngineError("SHUTTING_DOWN", "the memory index is closed")
-        return await run(self._reader, query)
+        return await run(self._open_reader(), query)
 
     async def apply(self, key: SessionKey, remove: Sequence[int], upsert: Sequence[Entry]) -> None:
         rows = [
@@ -197,11 +202,9 @@ class SqliteMemoryIndex:
     ) -> list[Hit]:
         if not terms:
             return []
-        if self._reader is None:
-            raise ContextEngineError("SHUTTING_DOWN", "the memory index is closed")
         find = _search_fts if self._fts else _search_instr
         return await run(
-            self._reader,
+            self._open_reader(),
             partial(find, app_name=app_name, user_id=user_id, terms=terms, limit=limit),
         )
 
@@ -283,10 +286,7 @@ def _prepare(tx: WriteTx, *, use_fts: bool) -> bool:
     existed = _has_fts_table(db)
     if retokenized and existed:
         # Its rows hold the old terms: rebuilt now, or at the next startup that uses FTS5.
-        db.execute(
-            "INSERT INTO memory_meta (key, value) VALUES ('fts_stale', '1')"
-            " ON CONFLICT (key) DO NOTHING"
-        )
+        _stale(db)
     if not use_fts:
         return existed
     stale = db.execute("SELECT value FROM memory_meta WHERE key = 'fts_stale'").fetchone()
@@ -306,7 +306,10 @@ def _prepare(tx: WriteTx, *, use_fts: bool) -> bool:
             break
         db.executemany(
             "INSERT INTO memory_fts (rowid, words, grams, chars) VALUES (?, ?, ?, ?)",
-            [(row_id, *_fts_row(words, tokens)) for row_id, words, tokens in page],
+            [
+                (row_id, *_fts_texts(_stored_document(words, tokens)))
+                for row_id, words, tokens in page
+            ],
         )
         last = page[-1][0]
     db.execute("DELETE FROM memory_meta WHERE key = 'fts_stale'")
@@ -384,15 +387,16 @@ def _delete(
     tx: WriteTx, *, where: str, params: tuple[str, ...], fts: bool, mark_stale: bool
 ) -> int:
     db = tx.db
-    ids = [row[0] for row in db.execute(f"SELECT id FROM memory_entries WHERE {where}", params)]
-    if not ids:
+    deleted = db.execute(
+        f"DELETE FROM memory_entries WHERE {where} RETURNING id", params
+    ).fetchall()
+    if not deleted:
         return 0
-    db.execute(f"DELETE FROM memory_entries WHERE {where}", params)
     if fts:
-        db.executemany("DELETE FROM memory_fts WHERE rowid = ?", [(i,) for i in ids])
+        db.executemany("DELETE FROM memory_fts WHERE rowid = ?", deleted)
     if mark_stale:
         _stale(db)
-    return len(ids)
+    return len(deleted)
 
 
 # On the reader's thread ------------------------------------------------------------------------
@@ -409,7 +413,7 @@ def _hit(row: Sequence[Any], score: float) -> Hit:
         author=str(author),
         timestamp=float(timestamp),
         content=parsed,
-        doc=Document(tuple(str(words).split()), tuple(str(tokens).split())),
+        doc=_stored_document(str(words), str(tokens)),
     )
     return Hit(str(session_id), entry, score)
 
