@@ -5,19 +5,24 @@ exactly as google-adk would have them.
 For an app with the option, given a trigger's plan:
 
 1. The cache to protect is the newest cache metadata of the agent the context is built for (after
-   an invocation: of any agent). None: ADK's plan (token threshold: consolidated, see 5).
-2. If its prefix no longer matches what the engine would build now (the agent's last
-   BuildContext request supplies the fixed parts), nothing is left to protect: fall back (5).
-3. The prompt size is predicted: the agent's newest recorded prompt token count plus
-   characters / 4 of what was appended since. Below ``hard_token_limit`` and with a warm cache
-   (active, unexpired by the server's clock, invocations left for the next call): defer.
-4. Otherwise narrow the plan to the events after the prefix (``restricted_plan``), check on the
-   contents that the prefix survives byte for byte, and that the context shrinks enough (its
-   predicted size afterwards, less the removed characters / 4, at most ``NARROWED_TARGET`` of
-   the hard limit; without a limit, its contents at most that share of the current ones). The cache then stays valid (or ADK re-creates it in the same
-   request, since the old prefix still matches).
-5. Fallback: the token threshold consolidates (one summary of everything before the retained
-   tail, all earlier summaries rolled in); the sliding window runs ADK's plan.
+   an invocation: of any agent). None: fall back (6).
+2. The prompt size is predicted: the agent's newest recorded prompt token count plus
+   characters / 4 of what was appended since. The cache is *warm* when the prediction is below
+   the hard limit (``hard_token_limit``, else the token threshold) and the cache is active,
+   unexpired by the server's clock and has invocations left for the next call.
+3. Token threshold, warm, and the agent's last call used this cache with its current fixed parts:
+   defer, without building anything.
+4. If the prefix no longer matches what the agent's last BuildContext request would fingerprint,
+   nothing is left to protect: fall back (6).
+5. Narrow the plan to the events after the prefix (``restricted_plan``) and run that if the
+   prefix survives it byte for byte (checked on contents built with a placeholder summary) and,
+   when cold, the predicted size afterwards (less the removed characters / 4) is at most
+   ``NARROWED_TARGET`` of the hard limit. The cache then stays valid (or ADK re-creates it in
+   the same request, since the old prefix still matches). Otherwise: warm, defer; cold, fall
+   back (6).
+6. Fallback: the token threshold consolidates (one summary of everything before the retained
+   tail, all earlier summaries rolled in); the sliding window runs ADK's plan, or at the hard
+   limit consolidates everything.
 
 Before a context, the token check is also due when the predicted size reaches the hard limit,
 so the prompt that would overshoot it is compacted first (ADK only looks at the previous
@@ -160,10 +165,10 @@ class CacheAwarePolicy:
         compaction = await self._compaction(key, app)
         limit = self.hard_limit(app, compaction)
         prefix = cached_prefix(log, view.agent_name or None)
-        predicted = predicted_prompt_tokens(log, prefix.owner if prefix is not None else "")
-        at_limit = limit is not None and predicted is not None and predicted >= limit
         if prefix is None:
-            return self._fallback(compaction, log, plan, at_limit)
+            return self._fallback(compaction, log, plan, at_limit=False)
+        predicted = predicted_prompt_tokens(log, prefix.owner)
+        at_limit = limit is not None and predicted is not None and predicted >= limit
         seen = self._prompt_cache.seen(key, prefix.owner)
         invocation = seen.invocation_id if seen is not None and view.agent_name else None
         settings = settings_of(app.context_cache_config)

@@ -18,10 +18,11 @@ serialised.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +163,15 @@ class CacheRequest:
     ttl_seconds: int
 
 
+class _OwnerLock:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        #: calls holding or awaiting ``lock``
+        self.users = 0
+
+
 class ManagedCaches:
     """Applies decisions for apps with ``managed_gemini_caches``."""
 
@@ -174,20 +184,26 @@ class ManagedCaches:
     ) -> None:
         self._caches = caches
         self._clock = clock
-        self._locks: dict[Any, asyncio.Lock] = {}
+        self._locks: dict[Any, _OwnerLock] = {}
         self._memo: OrderedDict[Any, Decision] = OrderedDict()
         self._deleted: OrderedDict[str, None] = OrderedDict()
         self._memo_size = memo_size
 
-    def lock(self, owner: Any) -> asyncio.Lock:
-        """The lock serialising decisions of one (session, agent)."""
-        lock = self._locks.get(owner)
-        if lock is None:
-            lock = self._locks[owner] = asyncio.Lock()
-        return lock
-
-    def forget(self, owner: Any) -> None:
-        self._locks.pop(owner, None)
+    @contextlib.asynccontextmanager
+    async def lock(self, owner: Any) -> AsyncIterator[None]:
+        """Serialises the decisions of one (session, agent); the lock is kept only while in use
+        or awaited."""
+        entry = self._locks.get(owner)
+        if entry is None:
+            entry = self._locks[owner] = _OwnerLock()
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._locks[owner]
 
     async def apply(
         self,

@@ -18,7 +18,7 @@ import pydantic
 from google.genai import types
 from google.protobuf import struct_pb2
 
-from contextengine.core.cache import PromptPrefix, content_json
+from contextengine.core.cache import PromptPrefix, content_json, text_chars
 from contextengine.core.structs import struct_to_dict
 from contextengine.errors import ContextEngineError, invalid
 from contextengine.v1 import content_pb2
@@ -101,9 +101,7 @@ def read_model_request_parts(
             instruction = _validate(
                 types.Content, instruction_json, "system_instruction", "Content"
             )
-            instruction_chars = sum(
-                len(part.text) for part in system_instruction.parts if part.text
-            )
+            instruction_chars = text_chars(system_instruction)
     tool_jsons: list[dict[str, Any]] = []
     genai_tools: list[types.Tool] = []
     tool_chars = 0

@@ -15,8 +15,8 @@ Batching (``max_events_per_frame`` N > 1): the events that are ready together go
 ``events`` frame, up to N: a replay page, or live, everything the subscription has buffered when
 it takes its turn. Such subscriptions are *paced* (``subscriptions.pacing``): while the event loop
 has room a turn comes at once, so a lone event is sent as soon as it is recorded; when the loop is
-busy the turns are spaced out (at most 50 ms apart) and the commits recorded meanwhile go out
-together. A commit's event frames are encoded once, end to end, for every stream with the same
+busy the turns are spaced out (at most the server's hold apart, 50 ms by default) and the commits
+recorded meanwhile go out together. A commit's event frames are encoded once, end to end, for every stream with the same
 scope and filters (``commit_run``), so a live frame is mostly a join of shared bytes. The cursor
 moves past a batch's events only once the batch is handed over, as it does per event frame.
 """

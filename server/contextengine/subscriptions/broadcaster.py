@@ -115,7 +115,6 @@ class Subscription:
         self,
         broadcaster: Broadcaster,
         route: Route,
-        accept: Accept,
         capacity: int,
         paced: bool,
         record: _Route,
@@ -123,7 +122,6 @@ class Subscription:
         group: _Group,
     ) -> None:
         self.route = route
-        self.accept = accept
         self.capacity = capacity
         #: takes its buffer only on a turn of the broadcaster's pacer
         self.paced = paced
@@ -322,7 +320,7 @@ class Broadcaster:
         members = record.groups.get(key)
         if members is None:
             members = record.groups[key] = _Group(accept)
-        subscription = Subscription(self, route, accept, capacity, paced, record, key, members)
+        subscription = Subscription(self, route, capacity, paced, record, key, members)
         members.members[subscription] = None
         self._count += 1
         if paced:
@@ -374,13 +372,13 @@ class Broadcaster:
         accepted: dict[_Group, Batch] = {}
         failed: list[_Group] = []
         for change in changes:
-            logged = isinstance(change, LoggedEvent)
+            seen = change if isinstance(change, LoggedEvent) else None
             for route in _routes_of(change.key):
                 record = routes.get(route)
                 if record is None:
                     continue
-                if logged:
-                    record.last_seen = change  # type: ignore[assignment]
+                if seen is not None:
+                    record.last_seen = seen
                 for group in record.groups.values():
                     try:
                         wanted = group.accept(change)

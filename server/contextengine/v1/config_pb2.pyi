@@ -441,14 +441,15 @@ Global___ContextCacheConfig: _TypeAlias = ContextCacheConfig  # noqa: Y015
 
 @_typing.final
 class CacheAwareCompaction(_message.Message):
-    """Cache-aware compaction (beyond google-adk, which compacts whatever the cache state): while an
-    agent's cache is warm (its latest cache metadata is active, unexpired by the server's clock,
-    has invocations left, and the cached prefix still matches what the engine last built) and the
-    context is below `hard_token_limit`, the compaction triggers of the app's
-    EventsCompactionConfig are deferred. When compaction does run, it summarises only the events
-    after the prefix the agent's last cache metadata covers, so that prefix stays byte-identical
-    and ADK's decision table can keep or re-create the cache in the same request; it falls back to
-    google-adk's range when that would not shrink the context enough.
+    """Cache-aware compaction (beyond google-adk, which compacts whatever the cache state): a
+    compaction trigger of the session's EventsCompactionConfig keeps the agent's cached prefix when
+    it can. It summarises only the events after the prefix the agent's latest cache metadata
+    covers (so that prefix stays byte-identical and ADK's decision table can keep the cache) when
+    that shrinks the context enough. Otherwise, while the cache is warm (its metadata active,
+    unexpired by the server's clock, with invocations left, and the prefix still matching what the
+    engine builds) and the context is below `hard_token_limit`, the trigger is deferred; a cold
+    cache, or a context at the limit, gets google-adk's range (a token-threshold summary then rolls
+    every earlier summary in). docs/design/prompt-cache.md has the rules.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -457,8 +458,8 @@ class CacheAwareCompaction(_message.Message):
     hard_token_limit: _builtins.int
     """Prompt size (tokens) at which compaction runs even though a cache is warm: the latest
     recorded prompt token count plus an estimate (characters / 4) of what was added since.
-    > 0; unset = the app's token_threshold (then only the sliding window is ever deferred), or
-    no limit when the app has no token threshold.
+    > 0; unset = the token_threshold in effect for the session (then only the sliding window is
+    ever deferred), or no limit without one.
     """
     def __init__(
         self,
