@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import socket
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from contextengine.client import ContextEngineClient
+from contextengine.compaction.gemini import GeminiSettings
 from contextengine.core.structs import dict_to_struct, struct_to_dict
 from contextengine.testing import start_local_server
 from contextengine.v1 import (
@@ -377,6 +377,10 @@ def _sorted(data: Any) -> Any:
 
 def describe_content(content: content_pb2.Content) -> str:
     """One line for a content: its role and the first characters of what it says."""
+    return f"{content.role or '?':<5} | {_content_text(content)}"
+
+
+def _content_text(content: content_pb2.Content) -> str:
     pieces: list[str] = []
     for part in content.parts:
         if part.text:
@@ -389,7 +393,7 @@ def describe_content(content: content_pb2.Content) -> str:
             pieces.append(
                 f"{response.name} -> {_sorted(struct_to_dict(response.response, 'response'))}"
             )
-    return f"{content.role or '?':<5} | {_clip(' / '.join(pieces))}"
+    return _clip(" / ".join(pieces))
 
 
 def _summary_text(event: event_pb2.Event) -> str:
@@ -401,7 +405,7 @@ def _summary_text(event: event_pb2.Event) -> str:
 def _event_line(event: event_pb2.Event) -> str:
     if event.actions.HasField("compaction"):
         return f"#{event.sequence:<3} {'(summary)':<12} | {_clip(_summary_text(event))}"
-    return f"#{event.sequence:<3} {event.author:<12} | {describe_content(event.content)[8:]}"
+    return f"#{event.sequence:<3} {event.author:<12} | {_content_text(event.content)}"
 
 
 # The session --------------------------------------------------------------------------------
@@ -451,7 +455,7 @@ class _Demo:
     async def append(self, event: event_pb2.Event) -> None:
         await self.client.append_event(APP, USER, self.session_id, event)
 
-    async def model_call(self, invocation_id: str, call: int, show: bool) -> int:
+    async def model_call(self, call: int, show: bool) -> int:
         """BuildContext for the agent's next model call; returns the prompt token count the
         fake model reports for it."""
         context = await self.client.build_context(APP, USER, self.session_id, agent_name=AGENT)
@@ -483,11 +487,9 @@ class _Demo:
                 author="user", invocation_id=invocation_id, content=_text("user", turn.user)
             )
         )
-        call = 0
-        for number, tool in enumerate(turn.tools):
-            call += 1
-            prompt = await self.model_call(invocation_id, call, show=call == 1)
-            call_id = f"call-{index + 1}-{number + 1}"
+        for call, tool in enumerate(turn.tools, start=1):
+            prompt = await self.model_call(call, show=call == 1)
+            call_id = f"call-{index + 1}-{call}"
             part = content_pb2.Part(
                 function_call=content_pb2.FunctionCall(
                     id=call_id, name=tool.name, args=dict_to_struct(tool.args)
@@ -514,8 +516,8 @@ class _Demo:
                 )
             )
             self.say(f"  tool: {_clip(f'{tool.name}({_args(tool.args)})', 90)}")
-        call += 1
-        prompt = await self.model_call(invocation_id, call, show=call == 1)
+        call = len(turn.tools) + 1
+        prompt = await self.model_call(call, show=call == 1)
         await self.append(
             event_pb2.Event(
                 author=AGENT,
@@ -615,11 +617,6 @@ def _describe_mode(mode: str) -> str:
     )
 
 
-def gemini_api_key(environ: Mapping[str, str] | None = None) -> str | None:
-    env = os.environ if environ is None else environ
-    return env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") or None
-
-
 @contextlib.asynccontextmanager
 async def _server(target: str | None, out: TextIO) -> AsyncIterator[str]:
     if target is not None:
@@ -646,7 +643,7 @@ async def run_demo(
     server on a temporary SQLite file) and prints what happens to ``out`` (default stdout)."""
     stream = sys.stdout if out is None else out
     compaction = _compaction_config(mode)
-    use_gemini = gemini_api_key(environ) is not None
+    use_gemini = GeminiSettings.from_env(environ).api_key is not None
     summarizer = (
         config_pb2.SummarizerConfig(gemini=config_pb2.GeminiSummarizerConfig(model=gemini_model))
         if use_gemini

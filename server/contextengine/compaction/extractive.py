@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextengine.compaction.summarizer import Summary, SummaryInput
+from contextengine.core.compaction import is_credential_request
 from contextengine.core.structs import struct_to_dict
 from contextengine.errors import ContextEngineError
 from contextengine.v1 import content_pb2, event_pb2
@@ -52,7 +53,6 @@ _REQUESTS = "User requests:"
 _TOOLS = "Tools called: "
 _FACTS = "Key facts:"
 
-_CREDENTIAL_REQUEST = "adk_request_credential"
 #: Longest request, fact or earlier-summary line kept (longer ones are cut at a word boundary).
 _MAX_LINE = 300
 #: Tool results longer than this when printed are not offered as facts.
@@ -161,7 +161,7 @@ def _collect(events: Sequence[event_pb2.Event]) -> _Material:
     for index, event in enumerate(events):
         if event.actions.HasField("compaction"):
             _add_earlier(material, _texts(event.actions.compaction.compacted_content.parts))
-        if not event.HasField("content") or _is_credential_request(event):
+        if not event.HasField("content") or is_credential_request(event):
             continue
         parts = event.content.parts
         if index == 0 and event.author == "model":
@@ -187,14 +187,6 @@ def _collect(events: Sequence[event_pb2.Event]) -> _Material:
 
 def _texts(parts: Iterable[content_pb2.Part]) -> list[str]:
     return [part.text for part in parts if part.text.strip() and not part.thought]
-
-
-def _is_credential_request(event: event_pb2.Event) -> bool:
-    return any(
-        part.function_call.name == _CREDENTIAL_REQUEST
-        or part.function_response.name == _CREDENTIAL_REQUEST
-        for part in event.content.parts
-    )
 
 
 def _add_earlier(material: _Material, texts: list[str]) -> None:

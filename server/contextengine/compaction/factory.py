@@ -101,8 +101,7 @@ def summarizer_from_config(
     if cfg is None or kind is None:
         return ExtractiveSummarizer(DEFAULT_EXTRACTIVE_MAX_CHARS)
     if kind == "extractive":
-        max_chars = cfg.extractive.max_chars if cfg.extractive.HasField("max_chars") else 0
-        return ExtractiveSummarizer(max_chars or DEFAULT_EXTRACTIVE_MAX_CHARS)
+        return ExtractiveSummarizer(cfg.extractive.max_chars or DEFAULT_EXTRACTIVE_MAX_CHARS)
     if kind == "gemini":
         settings = cfg.gemini
         return GeminiSummarizer(

@@ -151,10 +151,7 @@ class GeminiSummarizer:
         """
         if not request.events:
             return None
-        try:
-            prompt = fill_template(self.prompt_template, request.conversation_history)
-        except (AttributeError, TypeError) as error:  # "{conversation_history.x}"
-            raise SummarizerError(f"invalid prompt template: {error!r}") from error
+        prompt = fill_template(self.prompt_template, request.conversation_history)
         client = self._genai_client()
         contents = [types.Content(role="user", parts=[types.Part(text=prompt)])]
         for attempt in range(1, self.max_attempts + 1):

@@ -31,7 +31,7 @@ from contextengine.core.compaction._planner import (
     plan_token_threshold,
     scan_recorded,
 )
-from contextengine.core.compaction._render import render_events
+from contextengine.core.compaction._render import is_credential_request, render_events
 from contextengine.core.compaction._summary_event import summary_event
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "content_json_size",
     "expand_summary",
     "has_live_root_events",
+    "is_credential_request",
     "is_worth_compacting",
     "latest_prompt_token_count",
     "longest_self_contained_prefix",

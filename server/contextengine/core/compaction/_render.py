@@ -25,7 +25,12 @@ from google.protobuf import struct_pb2
 from contextengine.core.structs import struct_to_dict
 from contextengine.v1 import event_pb2
 
-__all__ = ["MAX_TOOL_CONTENT_CHARS", "render_events", "truncate_tool_content"]
+__all__ = [
+    "MAX_TOOL_CONTENT_CHARS",
+    "is_credential_request",
+    "render_events",
+    "truncate_tool_content",
+]
 
 #: Tool call arguments and results are cut after this many characters.
 MAX_TOOL_CONTENT_CHARS = 2000
@@ -44,7 +49,9 @@ def _payload(message: struct_pb2.Struct, present: bool, field: str) -> str:
     return str(struct_to_dict(message, field)) if present else "None"
 
 
-def _is_credential_request(event: event_pb2.Event) -> bool:
+def is_credential_request(event: event_pb2.Event) -> bool:
+    """Whether the event calls or answers ``adk_request_credential`` (its payload is a
+    credential: summarizers never see it)."""
     for part in event.content.parts:
         if part.HasField("function_call") and part.function_call.name == _CREDENTIAL_REQUEST:
             return True
@@ -62,7 +69,7 @@ def render_events(events: Sequence[event_pb2.Event]) -> str:
     for event in events:
         if not event.HasField("content") or not event.content.parts:
             continue
-        if _is_credential_request(event):
+        if is_credential_request(event):
             continue
         is_summary = event.actions.HasField("compaction")
         author = event.author

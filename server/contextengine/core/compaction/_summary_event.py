@@ -34,9 +34,9 @@ def summary_event(
     compaction.end_timestamp = plan.end_timestamp
     compaction.compacted_content.CopyFrom(content)
     compaction.compacted_content.role = "model"
-    first = plan.rolls_up if plan.rolls_up is not None else None
-    if first is not None and first.actions.compaction.start_sequence:
-        compaction.start_sequence = first.actions.compaction.start_sequence
+    rolls_up = plan.rolls_up
+    if rolls_up is not None and rolls_up.actions.compaction.start_sequence:
+        compaction.start_sequence = rolls_up.actions.compaction.start_sequence
     else:
         compaction.start_sequence = plan.covered[0].sequence
     compaction.end_sequence = plan.covered[-1].sequence
