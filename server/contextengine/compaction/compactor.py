@@ -40,6 +40,7 @@ from contextengine.core.compaction import (
     CompactionPlan,
     PlanResult,
     RecordedScan,
+    TokenReading,
     has_live_root_events,
     latest_prompt_token_count,
     plan_after_invocation,
@@ -368,7 +369,10 @@ class Compactor:
         preamble: str,
         session: _Session,
         ignore_trigger: bool = False,
+        reading: Callable[[], TokenReading] | None = None,
     ) -> PlanResult:
+        """``reading`` (token threshold): the token reading, when the caller has a cheaper way to
+        it than the planner's own."""
         if trigger == SLIDING_WINDOW:
             return plan_sliding_window(
                 log, config, ignore_trigger=ignore_trigger, memo=session.sizes
@@ -383,6 +387,7 @@ class Compactor:
                 other_agent_preamble=preamble,
                 ignore_trigger=ignore_trigger,
                 memo=session.sizes,
+                reading=reading,
             )
         return plan_after_invocation(
             log,
@@ -508,22 +513,7 @@ class Compactor:
                 return ContextCheck()
             preamble = await self._preamble(key)
             log = await self._log(key, session)
-            read = log
-            rewinds = any(item.rewind_target for item in log.items)
-            reading = latest_prompt_token_count(
-                log.events,
-                # Without rewinds (the usual case) the log is its own rewound log: no O(n) pass,
-                # and the walk for a recorded count resumes where the previous call's ended.
-                rewound=None if rewinds else log.events,
-                scan=None if rewinds else self._scan(key, view, log),
-                agent_name=view.agent_name,
-                branch=view.branch,
-                isolation_scope=view.isolation_scope,
-                other_agent_preamble=preamble,
-                contents_chars=(
-                    None if contents_chars is None else lambda o: contents_chars(read, o)
-                ),
-            )
+            reading = self._reading(key, view, log, preamble, contents_chars)
             reached = reading.tokens is not None and reading.tokens >= config.token_threshold
             due = reached
             if self.policy is not None:
@@ -534,14 +524,46 @@ class Compactor:
                 if self._backing_off(session):
                     return ContextCheck()  # the compaction this call waited for failed
                 log = await self._log(key, session)
+                latest = log
                 result = self._plan(
-                    log.events, config, TOKEN_THRESHOLD, view, preamble, session, not reached
+                    log.events,
+                    config,
+                    TOKEN_THRESHOLD,
+                    view,
+                    preamble,
+                    session,
+                    not reached,
+                    # The log may have moved while this call waited: read again, the cheap way.
+                    reading=lambda: self._reading(key, view, latest, preamble, contents_chars),
                 )
                 plan = await self._review(key, TOKEN_THRESHOLD, view, log.events, result.plan)
                 if plan is None:
                     return ContextCheck()
                 outcome = await self._summarize_and_append(key, session, plan, log.create_time)
                 return ContextCheck(outcome.summary)
+
+    def _reading(
+        self,
+        key: SessionKey,
+        view: View,
+        log: SessionLog,
+        preamble: str,
+        contents_chars: ContentsChars | None,
+    ) -> TokenReading:
+        """ADK's token reading for ``view``'s agent over ``log``, without O(n) passes where the
+        caches allow: a log without rewinds is its own rewound log and the walk for a recorded
+        count resumes the previous one; the estimate comes from ``contents_chars``."""
+        rewinds = any(item.rewind_target for item in log.items)
+        return latest_prompt_token_count(
+            log.events,
+            rewound=None if rewinds else log.events,
+            scan=None if rewinds else self._scan(key, view, log),
+            agent_name=view.agent_name,
+            branch=view.branch,
+            isolation_scope=view.isolation_scope,
+            other_agent_preamble=preamble,
+            contents_chars=None if contents_chars is None else lambda o: contents_chars(log, o),
+        )
 
     def _scan(self, key: SessionKey, view: View, log: SessionLog) -> RecordedScan:
         """``scan_recorded`` of a log without rewinds, resumed from the previous call's scan of
