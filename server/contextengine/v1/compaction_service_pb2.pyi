@@ -111,7 +111,8 @@ class EndInvocationResponse(_message.Message):
     SCHEDULED_FIELD_NUMBER: _builtins.int
     scheduled: _builtins.bool
     """True when a background compaction was started or queued behind a running one; false when
-    the app has no compaction configuration or the session is in its failure backoff.
+    no compaction configuration is in effect for the session (its own, else its app's) or the
+    session is in its failure backoff.
     """
     def __init__(
         self,

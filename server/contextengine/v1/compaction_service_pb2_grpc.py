@@ -85,7 +85,9 @@ class CompactionServiceServicer:
     def Compact(self, request, context):
         """Compacts now and waits for the result: plans with the requested trigger, calls the app's
         summarizer and appends the summary. Joins a compaction already running for the session.
-        FAILED_PRECONDITION / COMPACTION_NOT_CONFIGURED when the app has no compaction configuration.
+        FAILED_PRECONDITION / COMPACTION_NOT_CONFIGURED when no compaction configuration is in effect
+        for the session (its own, see SessionService.UpdateSessionConfig, else its app's) or it does
+        not configure the requested trigger.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

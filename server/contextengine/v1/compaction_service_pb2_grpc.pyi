@@ -54,7 +54,9 @@ class CompactionServiceStub:
     Compact: _grpc.UnaryUnaryMultiCallable[_compaction_service_pb2.CompactRequest, _compaction_service_pb2.CompactResponse]
     """Compacts now and waits for the result: plans with the requested trigger, calls the app's
     summarizer and appends the summary. Joins a compaction already running for the session.
-    FAILED_PRECONDITION / COMPACTION_NOT_CONFIGURED when the app has no compaction configuration.
+    FAILED_PRECONDITION / COMPACTION_NOT_CONFIGURED when no compaction configuration is in effect
+    for the session (its own, see SessionService.UpdateSessionConfig, else its app's) or it does
+    not configure the requested trigger.
     """
     PlanCompaction: _grpc.UnaryUnaryMultiCallable[_compaction_service_pb2.PlanCompactionRequest, _compaction_service_pb2.PlanCompactionResponse]
     """Plans a compaction without summarising: the range the engine would compact now and the text
@@ -89,7 +91,9 @@ class CompactionServiceAsyncStub(CompactionServiceStub):
     Compact: _aio.UnaryUnaryMultiCallable[_compaction_service_pb2.CompactRequest, _compaction_service_pb2.CompactResponse]  # type: ignore[assignment]
     """Compacts now and waits for the result: plans with the requested trigger, calls the app's
     summarizer and appends the summary. Joins a compaction already running for the session.
-    FAILED_PRECONDITION / COMPACTION_NOT_CONFIGURED when the app has no compaction configuration.
+    FAILED_PRECONDITION / COMPACTION_NOT_CONFIGURED when no compaction configuration is in effect
+    for the session (its own, see SessionService.UpdateSessionConfig, else its app's) or it does
+    not configure the requested trigger.
     """
     PlanCompaction: _aio.UnaryUnaryMultiCallable[_compaction_service_pb2.PlanCompactionRequest, _compaction_service_pb2.PlanCompactionResponse]  # type: ignore[assignment]
     """Plans a compaction without summarising: the range the engine would compact now and the text
@@ -133,7 +137,9 @@ class CompactionServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_compaction_service_pb2.CompactResponse, _abc.Awaitable[_compaction_service_pb2.CompactResponse]]:
         """Compacts now and waits for the result: plans with the requested trigger, calls the app's
         summarizer and appends the summary. Joins a compaction already running for the session.
-        FAILED_PRECONDITION / COMPACTION_NOT_CONFIGURED when the app has no compaction configuration.
+        FAILED_PRECONDITION / COMPACTION_NOT_CONFIGURED when no compaction configuration is in effect
+        for the session (its own, see SessionService.UpdateSessionConfig, else its app's) or it does
+        not configure the requested trigger.
         """
 
     @_abc_1.abstractmethod

@@ -91,8 +91,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     `based_on_sequence`, `conflicting_sequence`. Plan again.
     """
     ERROR_REASON_COMPACTION_NOT_CONFIGURED: _ErrorReason.ValueType  # 43
-    """FAILED_PRECONDITION: the app has no compaction configuration (or not the pair the requested
-    trigger needs). Metadata: `app_name`.
+    """FAILED_PRECONDITION: no compaction configuration is in effect for the session (its own, else
+    its app's), or not the pair the requested trigger needs. Metadata: `app_name`.
     """
     ERROR_REASON_SESSION_ALREADY_EXISTS: _ErrorReason.ValueType  # 30
     """ALREADY_EXISTS: a session with this id already exists. Metadata: `session_id`."""
@@ -183,8 +183,8 @@ the plan (a rewind or another summary was appended after `based_on_sequence`). M
 `based_on_sequence`, `conflicting_sequence`. Plan again.
 """
 ERROR_REASON_COMPACTION_NOT_CONFIGURED: ErrorReason.ValueType  # 43
-"""FAILED_PRECONDITION: the app has no compaction configuration (or not the pair the requested
-trigger needs). Metadata: `app_name`.
+"""FAILED_PRECONDITION: no compaction configuration is in effect for the session (its own, else
+its app's), or not the pair the requested trigger needs. Metadata: `app_name`.
 """
 ERROR_REASON_SESSION_ALREADY_EXISTS: ErrorReason.ValueType  # 30
 """ALREADY_EXISTS: a session with this id already exists. Metadata: `session_id`."""
