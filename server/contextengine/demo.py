@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from contextengine.client import ContextEngineClient
 from contextengine.compaction.gemini import GeminiSettings
-from contextengine.core.structs import dict_to_struct, struct_to_dict
+from contextengine.core.structs import dict_to_struct, sorted_keys, struct_to_dict
 from contextengine.testing import start_local_server
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
@@ -366,15 +366,6 @@ def _args(struct: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={value!r}" for key, value in struct.items())
 
 
-def _sorted(data: Any) -> Any:
-    """``data`` with its mappings' keys sorted (a Struct does not keep their order)."""
-    if isinstance(data, dict):
-        return {key: _sorted(data[key]) for key in sorted(data)}
-    if isinstance(data, list):
-        return [_sorted(item) for item in data]
-    return data
-
-
 def describe_content(content: content_pb2.Content) -> str:
     """One line for a content: its role and the first characters of what it says."""
     return f"{content.role or '?':<5} | {_content_text(content)}"
@@ -387,11 +378,11 @@ def _content_text(content: content_pb2.Content) -> str:
             pieces.append(part.text)
         if part.HasField("function_call"):
             call = part.function_call
-            pieces.append(f"{call.name}({_args(_sorted(struct_to_dict(call.args, 'args')))})")
+            pieces.append(f"{call.name}({_args(sorted_keys(struct_to_dict(call.args, 'args')))})")
         if part.HasField("function_response"):
             response = part.function_response
             pieces.append(
-                f"{response.name} -> {_sorted(struct_to_dict(response.response, 'response'))}"
+                f"{response.name} -> {sorted_keys(struct_to_dict(response.response, 'response'))}"
             )
     return _clip(" / ".join(pieces))
 

@@ -38,11 +38,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from contextengine.compaction.summarizer import Summary, SummaryInput
 from contextengine.core.compaction import is_credential_request
-from contextengine.core.structs import struct_to_dict
+from contextengine.core.structs import sorted_keys, struct_to_dict
 from contextengine.errors import ContextEngineError
 from contextengine.v1 import content_pb2, event_pb2
 
@@ -208,20 +207,12 @@ def _tool_result(response: content_pb2.FunctionResponse) -> str:
         return ""
     try:
         # Keys sorted: a Struct keeps no key order, and the summary must be deterministic.
-        payload = str(_sorted_keys(struct_to_dict(response.response, "response")))
+        payload = str(sorted_keys(struct_to_dict(response.response, "response")))
     except ContextEngineError:  # a number that is not valid JSON
         return ""
     if payload == "{}" or len(payload) > _MAX_TOOL_RESULT:
         return ""
     return f"{response.name} returned {payload}"
-
-
-def _sorted_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _sorted_keys(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted_keys(item) for item in value]
-    return value
 
 
 def _one_line(text: str) -> str:

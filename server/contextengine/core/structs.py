@@ -70,3 +70,13 @@ def python_to_value(data: Any, out: struct_pb2.Value) -> None:
             python_to_value(item, out.list_value.values.add())
     else:
         raise TypeError(f"not a JSON value: {type(data).__name__}")
+
+
+def sorted_keys(value: Any) -> Any:
+    """``value`` (JSON-like data) with its mappings' keys sorted at every depth, for stable text
+    (a Struct does not keep the order its keys were written in)."""
+    if isinstance(value, dict):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(item) for item in value]
+    return value
