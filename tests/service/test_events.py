@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
+from contextengine.core.validate import MAX_TIMESTAMP
 from contextengine.v1 import content_pb2, event_pb2
 from tests.service.helpers import text_event
 
@@ -167,3 +169,57 @@ async def test_every_content_kind_round_trips(client: ContextEngineClient, sessi
     assert recorded.content.parts[3].HasField("text")
     fetched = (await client.get_session(APP, "u1", session_id)).events[0]
     assert fetched == recorded
+
+
+# Timestamps are seconds since the epoch, below year 10000: a millisecond value (1.7e12), 1e308,
+# a negative or non-finite value is INVALID_EVENT and nothing is stored (issue 13, item 3).
+BAD_TIMESTAMPS = [1.7e12, 1e308, MAX_TIMESTAMP, -1.0, math.inf, -math.inf, math.nan]
+
+
+@pytest.mark.parametrize("stamp", BAD_TIMESTAMPS, ids=repr)
+async def test_out_of_range_timestamps_are_refused(
+    client: ContextEngineClient, session_id: str, stamp: float
+) -> None:
+    await client.append_event(APP, "u1", session_id, text_event("kept", event_id="ok"))
+    before = await client.get_session(APP, "u1", session_id)
+    with pytest.raises(RpcError) as single:
+        await client.append_event(APP, "u1", session_id, text_event("bad", timestamp=stamp))
+    with pytest.raises(RpcError) as batch:
+        await client.append_events(
+            APP, "u1", session_id, [text_event("fine"), text_event("bad", timestamp=stamp)]
+        )
+    for err, field in ((single, "event.timestamp"), (batch, "events[1].timestamp")):
+        assert (err.value.code, err.value.reason) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_EVENT",
+        )
+        assert err.value.metadata["field"] == field
+    assert await client.get_session(APP, "u1", session_id) == before
+    ok = await client.append_event(APP, "u1", session_id, text_event("after"))
+    assert ok.event.sequence == 2
+
+
+@pytest.mark.parametrize("name", ["start_timestamp", "end_timestamp"])
+async def test_out_of_range_compaction_timestamps_are_refused(
+    client: ContextEngineClient, session_id: str, name: str
+) -> None:
+    summary = text_event("summary", event_id="sum", timestamp=3.0)
+    compaction = summary.actions.compaction
+    compaction.start_timestamp, compaction.end_timestamp = 1.0, 2.0
+    setattr(compaction, name, 1.7e12)
+    with pytest.raises(RpcError) as err:
+        await client.append_event(APP, "u1", session_id, summary)
+    assert (err.value.code, err.value.reason) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_EVENT",
+    )
+    assert err.value.metadata["field"] == f"event.actions.compaction.{name}"
+    assert (await client.get_session(APP, "u1", session_id)).last_sequence == 0
+
+
+@pytest.mark.parametrize("stamp", [5e-324, 1_767_225_600.5, MAX_TIMESTAMP - 1.0], ids=repr)
+async def test_timestamps_in_range_are_kept(
+    client: ContextEngineClient, session_id: str, stamp: float
+) -> None:
+    recorded = await client.append_event(APP, "u1", session_id, text_event("t", timestamp=stamp))
+    assert recorded.event.timestamp == stamp

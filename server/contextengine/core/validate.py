@@ -12,6 +12,8 @@ from contextengine.errors import invalid
 from contextengine.v1 import config_pb2, event_pb2
 
 MAX_ID_CHARS = 256
+#: event timestamps are below 10000-01-01T00:00:00Z, in seconds (see ``check_timestamp``)
+MAX_TIMESTAMP = 253_402_300_800.0
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
@@ -44,6 +46,20 @@ def check_session_address(app_name: str, user_id: str, session_id: str) -> None:
     check_id(session_id, "session_id")
 
 
+def check_timestamp(value: float, field: str) -> None:
+    """Event times are seconds since the Unix epoch (ADK's ``time.time()``), in
+    ``[0, MAX_TIMESTAMP)``: before 10000-01-01T00:00:00Z, so ``datetime`` can show every one.
+    Milliseconds (1.7e12 today), negative and non-finite values are refused."""
+    if not (math.isfinite(value) and 0.0 <= value < MAX_TIMESTAMP):
+        hint = " (milliseconds?)" if MAX_TIMESTAMP <= value < 1000 * MAX_TIMESTAMP else ""
+        raise invalid(
+            "INVALID_EVENT",
+            field,
+            f"{field} must be a number of seconds since the Unix epoch, >= 0 and"
+            f" < {MAX_TIMESTAMP:.0f} (year 10000); got {value!r}{hint}",
+        )
+
+
 def check_event(event: event_pb2.Event, field: str = "event") -> None:
     """What an event must satisfy to be appended."""
     if not event.author:
@@ -53,12 +69,12 @@ def check_event(event: event_pb2.Event, field: str = "event") -> None:
     check_id(event.invocation_id, f"{field}.invocation_id", required=False)
     if event.HasField("branch"):
         check_id(event.branch, f"{field}.branch", required=False)
-    if not math.isfinite(event.timestamp) or event.timestamp < 0:
-        raise invalid(
-            "INVALID_EVENT",
-            f"{field}.timestamp",
-            f"{field}.timestamp must be a finite number of seconds >= 0",
-        )
+    check_timestamp(event.timestamp, f"{field}.timestamp")
+    if event.actions.HasField("compaction"):
+        compaction = event.actions.compaction
+        for name in ("start_timestamp", "end_timestamp"):
+            if compaction.HasField(name):
+                check_timestamp(getattr(compaction, name), f"{field}.actions.compaction.{name}")
     if event.actions.HasField("state_delta"):
         validate_state(
             struct_to_dict(event.actions.state_delta, f"{field}.actions.state_delta"),

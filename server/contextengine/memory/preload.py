@@ -48,9 +48,15 @@ _REASON = "INVALID_MEMORY_CONFIG"
 
 
 def format_timestamp(timestamp: float, time_format: config_pb2.PreloadTimeFormat.ValueType) -> str:
-    if time_format == config_pb2.PRELOAD_TIME_FORMAT_LOCAL:
-        return datetime.fromtimestamp(timestamp).isoformat()
-    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat()
+    """ISO 8601, as ADK writes it. A time ``datetime`` cannot show (an event recorded before
+    appends refused such timestamps: 1.7e12 milliseconds, 1e308) is written as the number of
+    seconds it holds: a preload never fails for one stored value."""
+    try:
+        if time_format == config_pb2.PRELOAD_TIME_FORMAT_LOCAL:
+            return datetime.fromtimestamp(timestamp).isoformat()
+        return datetime.fromtimestamp(timestamp, tz=UTC).isoformat()
+    except (OverflowError, ValueError, OSError):
+        return f"{timestamp!r} seconds since the Unix epoch"
 
 
 def memory_lines(

@@ -124,6 +124,9 @@ class Event(_message.Message):
     """Event time in seconds since the Unix epoch (ADK's float timestamp). Compaction ranges are
     expressed in these timestamps for ADK parity; order is decided by `sequence`, never by time.
     0 on append: the server stamps its clock, distinct and increasing within one batch.
+    Otherwise 0 <= timestamp < 253402300800 (10000-01-01T00:00:00Z): seconds, so a time in
+    milliseconds (1.7e12) is refused, as are negative and non-finite values (INVALID_EVENT,
+    `field` "event.timestamp").
     """
     sequence: _builtins.int
     """Server-assigned position of the event in its session's log: 1 for the first event, then
@@ -553,10 +556,13 @@ class EventCompaction(_message.Message):
     start_timestamp: _builtins.float
     """Timestamp of the first summarised event. Raw events with `start_timestamp <= timestamp <=
     end_timestamp` are hidden from contexts while this summary survives (ADK's rule). Required by
-    ADK (explicit presence, so that 0.0 survives a JSON round trip).
+    ADK (explicit presence, so that 0.0 survives a JSON round trip). On append, in the range of
+    `Event.timestamp` (INVALID_EVENT otherwise).
     """
     end_timestamp: _builtins.float
-    """Timestamp of the last summarised event. Required by ADK."""
+    """Timestamp of the last summarised event. Required by ADK. On append, in the range of
+    `Event.timestamp` (INVALID_EVENT otherwise).
+    """
     start_sequence: _builtins.int
     """Sequence of the first summarised event, when the engine knows it (0 = unknown, e.g. an event
     imported from ADK). Engine-only field: strip before handing the event to ADK.
