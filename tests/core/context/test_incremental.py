@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from google.adk.events.event import Event
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from contextengine.adk_json import event_to_adk_json
+from contextengine.client import ContextEngineClient
 from contextengine.core.context import ContextOptions, build_contents
 from contextengine.core.context.incremental import View, encode_contents_field, materialize
 from contextengine.core.tokens import CharsPerFourCounter, content_chars
-from contextengine.v1 import event_pb2
+from contextengine.v1 import content_pb2, event_pb2
+from tests.core.context.adk_compare import adk_as_json, adk_options, as_json, run_adk
 from tests.parity.context_compare import options_for, to_proto_events
 from tests.parity.context_strategies import Session, sessions, views
 from tests.service.helpers import text_event
@@ -101,3 +105,140 @@ def test_idless_response_to_a_call_in_the_view_forces_rebuild() -> None:
     view = materialize(events, options, COUNTER, view)
     assert view.mode == "full"
     assert view.contents == build_contents(events, options)
+
+
+# ------------------------------------------------- the latest-response rule sees visible events
+
+
+def _call(call_id: str, timestamp: float) -> event_pb2.Event:
+    event = event_pb2.Event(author="root", invocation_id="i1", timestamp=timestamp)
+    event.content.role = "model"
+    call = event.content.parts.add().function_call
+    call.id, call.name = call_id, "tool"
+    return event
+
+
+def _response(call_id: str, timestamp: float) -> event_pb2.Event:
+    event = event_pb2.Event(author="root", invocation_id="i1", timestamp=timestamp)
+    event.content.role = "user"
+    response = event.content.parts.add().function_response
+    response.id, response.name = call_id, "tool"
+    return event
+
+
+def _state_delta_only(timestamp: float) -> event_pb2.Event:
+    return text_event("", author="root", timestamp=timestamp, state_delta={"k": 1})
+
+
+def _hidden_text_case(quiet: event_pb2.Event) -> list[event_pb2.Event]:
+    """root calls c1; root says "T"; the response to c1 arrives; ``quiet`` (an event nobody
+    sees); the user says "U"."""
+    quiet.timestamp = 4.0
+    return [
+        _call("c1", 1.0),
+        text_event("T", author="root", invocation_id="i1", timestamp=2.0),
+        _response("c1", 3.0),
+        quiet,
+        text_event("U", invocation_id="i2", timestamp=5.0),
+    ]
+
+
+def _quiet_events() -> dict[str, event_pb2.Event]:
+    state = event_pb2.Event(author="root", invocation_id="i1")
+    state.actions.state_delta.CopyFrom(_state_delta_only(0.0).actions.state_delta)
+    empty_text = text_event("", author="root", invocation_id="i1")
+    summary = event_pb2.Event(author="user", invocation_id="c")
+    summary.actions.compaction.start_timestamp = 0.5
+    summary.actions.compaction.end_timestamp = 0.6
+    summary.actions.compaction.compacted_content.role = "model"
+    summary.actions.compaction.compacted_content.parts.add().text = "S"
+    rewind = event_pb2.Event(author="user", invocation_id="e-r")
+    rewind.actions.rewind_before_invocation_id = "i-unknown"
+    return {"state_delta": state, "empty_text": empty_text, "summary": summary, "rewind": rewind}
+
+
+def _adk(events: Sequence[event_pb2.Event], options: ContextOptions) -> list[object]:
+    """ADK's contents for ``events`` (converted back to ADK events), as normalised JSON."""
+    adk_events = [Event.model_validate_json(event_to_adk_json(event)) for event in events]
+    return adk_as_json(run_adk(adk_events, options))
+
+
+def _texts(contents: Sequence[content_pb2.Content]) -> list[str]:
+    return [part.text for content in contents for part in content.parts if part.text]
+
+
+@pytest.mark.parametrize("quiet", sorted(_quiet_events()))
+def test_hidden_text_comes_back_after_an_invisible_event(quiet: str) -> None:
+    """The latest-response rule hides "T" while the response is the last event ADK *sees*; an
+    invisible event after it does not close the tail: once "U" arrives, "T" is back."""
+    events = _hidden_text_case(_quiet_events()[quiet])
+    options = adk_options(agent_name="root")
+    view = None
+    for cut in range(1, len(events) + 1):
+        prefix = events[:cut]
+        view = materialize(prefix, options, COUNTER, view)
+        assert view.contents == build_contents(prefix, options), f"after {cut} events"
+        assert as_json(view.contents) == _adk(prefix, options), f"after {cut} events"
+    assert view is not None
+    assert _texts(view.contents)[-2:] == ["T", "U"]
+
+
+@pytest.mark.parametrize("quiet", sorted(_quiet_events()))
+async def test_hidden_text_comes_back_over_grpc(client: ContextEngineClient, quiet: str) -> None:
+    """The same through a real sidecar: one event per AppendEvents, BuildContext after each."""
+    events = _hidden_text_case(_quiet_events()[quiet])
+    for sequence, event in enumerate(events, start=1):
+        event.sequence = sequence
+    session = await client.create_session("app", "u", f"hidden-{quiet}")
+    options = ContextOptions(agent_name="root")
+    for cut, event in enumerate(events, start=1):
+        await client.append_events("app", "u", session.id, [event])
+        response = await client.build_context("app", "u", session.id, agent_name="root")
+        expected = build_contents(events[:cut], options)
+        assert list(response.contents) == expected, f"after {cut} events"
+    assert _texts(response.contents)[-2:] == ["T", "U"]
+
+
+def _check_every_step(events: Sequence[event_pb2.Event], options: ContextOptions) -> View:
+    """Incremental equals fresh equals ADK after every append."""
+    view: View | None = None
+    for cut in range(1, len(events) + 1):
+        prefix = events[:cut]
+        view = materialize(prefix, options, COUNTER, view)
+        assert view.contents == build_contents(prefix, options), f"after {cut} events"
+        assert as_json(view.contents) == _adk(prefix, options), f"after {cut} events"
+    assert view is not None
+    return view
+
+
+def _fragment(text: str, timestamp: float, *, output: bool = False) -> event_pb2.Event:
+    event = event_pb2.Event(author="user", invocation_id="i1", timestamp=timestamp)
+    (event.output_transcription if output else event.input_transcription).text = text
+    return event
+
+
+@pytest.mark.parametrize("output", [False, True], ids=["input", "output"])
+def test_transcription_run_continues_across_an_invisible_event(output: bool) -> None:
+    """Folding joins the fragments ADK sees, whatever invisible events lie between them."""
+    events = [
+        _fragment("a", 1.0, output=output),
+        _state_delta_only(2.0),
+        _fragment("b", 3.0, output=output),
+    ]
+    view = _check_every_step(events, adk_options(agent_name="root"))
+    assert _texts(view.contents) == ["ab"]
+
+
+def test_held_back_fragment_joins_the_next_run() -> None:
+    """A fragment followed by an event with content *and* an input transcription is held back
+    (ADK keeps its text for the next fragment that ends a run), so that text is still open."""
+    with_content = text_event("hi", timestamp=2.0)
+    with_content.input_transcription.text = "x"
+    events = [
+        _fragment("a", 1.0),
+        with_content,
+        _fragment("b", 3.0),
+        text_event("c", timestamp=4.0),
+    ]
+    view = _check_every_step(events, adk_options(agent_name="root"))
+    assert _texts(view.contents) == ["hi", "ab", "c"]

@@ -25,13 +25,13 @@ from contextengine.core.context._rearrange import (
     drop_orphaned_responses,
     rearrange_async_history,
 )
-from contextengine.core.context._rearrange_latest import rearrange_latest_response
+from contextengine.core.context._rearrange_latest import rearrange_latest_response_moved
 from contextengine.core.context._rewind import live_indices
-from contextengine.core.context._transcription import fold_transcriptions
+from contextengine.core.context._transcription import fold_transcriptions_open
 from contextengine.core.context._visibility import call_ids, visible_items
 from contextengine.v1 import content_pb2, event_pb2
 
-__all__ = ["build_contents", "history_contents"]
+__all__ = ["build_contents", "build_contents_tail", "history_contents"]
 
 
 def build_contents(
@@ -49,6 +49,25 @@ def build_contents(
     ``IncludeContents.NONE`` never shows other agents' thoughts (as ADK's contents processor,
     whatever ``include_thoughts_from_other_agents`` says). ``prepend_scope_content=False`` leaves
     out the isolated agent's first user turn (for callers that extend an earlier result)."""
+    return build_contents_tail(
+        events, options, prepend_scope_content=prepend_scope_content, items=items
+    )[0]
+
+
+def build_contents_tail(
+    events: Sequence[event_pb2.Event],
+    options: ContextOptions,
+    *,
+    prepend_scope_content: bool = True,
+    items: Sequence[Item] | None = None,
+) -> tuple[list[content_pb2.Content], bool]:
+    """:func:`build_contents`, and whether its tail is *open*: whether an event appended after
+    ``events`` could change how the end of these contents is rendered, not only add to them.
+    That is decided on the events ADK's rules actually see at the end of the history (after
+    visibility, compaction masking and re-sorting, framing, orphan removal), not on the last
+    event of the log: a transcription run not yet ended, or a trailing response the
+    latest-response rule moved. ``IncludeContents.NONE`` is always open (the current turn's
+    start moves)."""
     if options.include_contents is IncludeContents.NONE:
         if options.include_thoughts_from_other_agents:
             options = dataclasses.replace(options, include_thoughts_from_other_agents=False)
@@ -62,16 +81,15 @@ def build_contents(
 
         start = current_turn_start(events, options, item_at)
         if start is None:
-            return []
-        return history_contents(
+            return [], True
+        contents = history_contents(
             events[start:],
             options,
             items=[item_at(index) for index in range(start, len(events))],
             prepend_scope_content=prepend_scope_content,
         )
-    return history_contents(
-        events, options, items=items, prepend_scope_content=prepend_scope_content
-    )
+        return contents, True
+    return _history(events, options, items=items, prepend_scope_content=prepend_scope_content)
 
 
 def history_contents(
@@ -83,6 +101,16 @@ def history_contents(
 ) -> list[content_pb2.Content]:
     """ADK's ``_get_contents`` over ``events``; ``items``, when given, are
     ``item_from_event`` of each event (to avoid reading the events twice)."""
+    return _history(events, options, items=items, prepend_scope_content=prepend_scope_content)[0]
+
+
+def _history(
+    events: Sequence[event_pb2.Event],
+    options: ContextOptions,
+    *,
+    items: Sequence[Item] | None,
+    prepend_scope_content: bool,
+) -> tuple[list[content_pb2.Content], bool]:
     if items is None:
         items = [item_from_event(event) for event in events]
     live = live_indices(events, [item.rewind_target for item in items])
@@ -99,13 +127,16 @@ def history_contents(
         processed = recover_compacted_calls(mask_compacted(visible, options.agent_name), visible)
     else:
         processed = visible
+    folded, fold_open = fold_transcriptions_open(processed)
     framed = fence_other_agents(
-        fold_transcriptions(processed),
+        folded,
         agent_name=options.agent_name,
         include_thoughts=options.include_thoughts_from_other_agents,
         preamble=options.other_agent_preamble,
     )
-    paired = rearrange_latest_response(drop_orphaned_responses(framed), drop_orphans=False)
+    paired, moved = rearrange_latest_response_moved(
+        drop_orphaned_responses(framed), drop_orphans=False
+    )
     repaired = drop_orphaned_calls(rearrange_async_history(paired))
     contents = emit_contents(
         repaired, preserve_function_call_ids=options.preserve_function_call_ids
@@ -114,4 +145,4 @@ def history_contents(
         first = task_input_content(events, options.isolation_scope, options.user_content)
         if first is not None:
             contents.insert(0, first)
-    return contents
+    return contents, fold_open or moved

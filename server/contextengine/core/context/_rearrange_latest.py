@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from contextengine.core.context._model import FnRef, Item, PartView
 from contextengine.core.context._rearrange import drop_orphaned_responses, merge_responses
 
-__all__ = ["rearrange_latest_response"]
+__all__ = ["rearrange_latest_response", "rearrange_latest_response_moved"]
 
 #: per item, per part: the position of the owning call event (-1: none), None for non-responses
 _Owners = list[list[int | None]]
@@ -56,12 +56,20 @@ def _owner(
 def rearrange_latest_response(items: Sequence[Item], *, drop_orphans: bool = True) -> list[Item]:
     """ADK's ``_rearrange_events_for_latest_function_response``, which starts by dropping
     orphaned responses; ``drop_orphans=False`` skips that when the caller just did it."""
+    return rearrange_latest_response_moved(items, drop_orphans=drop_orphans)[0]
+
+
+def rearrange_latest_response_moved(
+    items: Sequence[Item], *, drop_orphans: bool = True
+) -> tuple[list[Item], bool]:
+    """:func:`rearrange_latest_response`, and whether the rule applied: the trailing event is a
+    response it moved (what it produced then depends on that event being the last one)."""
     events = drop_orphaned_responses(items) if drop_orphans else list(items)
     if len(events) < 2 or not events[-1].responses:
-        return events
+        return events, False
     trailing = events[-1]
     if not trailing.parts:
-        return events
+        return events, False
     owners = _owners(events)
     shares: dict[int, list[PartView]] = {}
     other_parts: list[PartView] = []
@@ -71,11 +79,11 @@ def rearrange_latest_response(items: Sequence[Item], *, drop_orphans: bool = Tru
         elif owner is not None and owner != -1:
             shares.setdefault(owner, []).append(view)
     if not shares:
-        return events
+        return events, False
     latest = max(shares)
     shares[latest].extend(other_parts)
     if latest == len(events) - 2 and len(shares) == 1:
-        return events
+        return events, False
 
     def merged_response(owner: int) -> Item:
         collected: list[Item] = []
@@ -112,4 +120,4 @@ def rearrange_latest_response(items: Sequence[Item], *, drop_orphans: bool = Tru
         result.append(event)
         if index in shares:
             result.append(merged_response(index))
-    return result
+    return result, True

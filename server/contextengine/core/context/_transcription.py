@@ -13,12 +13,24 @@ from collections.abc import Sequence
 
 from contextengine.core.context._model import Item, text_part
 
-__all__ = ["fold_transcriptions"]
+__all__ = ["fold_transcriptions", "fold_transcriptions_open"]
+
+
+def _is_fragment(item: Item) -> bool:
+    return not item.has_content and bool(item.input_text or item.output_text)
 
 
 def fold_transcriptions(items: Sequence[Item]) -> list[Item]:
-    if not any(not item.has_content and (item.input_text or item.output_text) for item in items):
-        return list(items)
+    return fold_transcriptions_open(items)[0]
+
+
+def fold_transcriptions_open(items: Sequence[Item]) -> tuple[list[Item], bool]:
+    """The folded items, and whether an item appended after ``items`` could still change them:
+    the last item is a fragment (a next piece would join its run), or a fragment was held back
+    and not emitted yet (its next event had an input, resp. output, transcription text but
+    content too; ADK keeps its text for the next fragment that ends a run)."""
+    if not any(_is_fragment(item) for item in items):
+        return list(items), False
     pending_input = ""
     pending_output = ""
     result: list[Item] = []
@@ -38,7 +50,7 @@ def fold_transcriptions(items: Sequence[Item]) -> list[Item]:
                 item = _as_text_turn(item, "model", pending_output)
                 pending_output = ""
         result.append(item)
-    return result
+    return result, bool(pending_input or pending_output or _is_fragment(items[-1]))
 
 
 def _as_text_turn(item: Item, role: str, text: str) -> Item:

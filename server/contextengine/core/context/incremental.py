@@ -12,10 +12,14 @@ pipeline's non-local rules decide when that is:
 * call/response repair pairs events by call id across the whole history: the view must have no
   open call (every call answered, no pending long-running id) and the new events must not refer to
   any call id, response id or tool sub-branch id of the view (and vice versa);
-* the latest-response rearrangement looks at the last event: the view's last event must not be a
-  response whose call is anywhere but in the event right before it;
-* transcription folding joins consecutive fragments: the view must not end inside a run of
-  transcription fragments;
+* the latest-response rearrangement and transcription folding look at the end of the history:
+  the view's tail must be *closed* (``build_contents_tail``), judged on the events those rules
+  actually see (after visibility, compaction masking and re-sorting, framing and orphan removal),
+  never on the last event of the log, which may be one nobody sees (a state delta, an empty
+  text, another branch's event). It is open when the latest-response rule moved the trailing
+  response (a later event would put it back) or a transcription run has not ended (the last
+  fragment, or one held back for the next run). Extending a closed view with new events leaves
+  the tail of the new events' own run as the tail of the whole log;
 * the isolation-scope opening content depends on the call whose id is the scope.
 
 A property test (``tests/core/context/test_incremental.py``) checks on generated logs, growing in
@@ -29,7 +33,7 @@ from dataclasses import dataclass, field
 
 from contextengine.core.context._model import Item, item_from_event
 from contextengine.core.context._options import ContextOptions, IncludeContents
-from contextengine.core.context._pipeline import build_contents
+from contextengine.core.context._pipeline import build_contents_tail
 from contextengine.core.context._rewind import live_indices
 from contextengine.core.tokens import TokenCounter, content_chars
 from contextengine.v1 import content_pb2, event_pb2
@@ -141,35 +145,6 @@ class View:
             self.total_chars += content_chars(content)
 
 
-def _is_transcription_only(event: event_pb2.Event) -> bool:
-    return not event.HasField("content") and (
-        event.HasField("input_transcription") or event.HasField("output_transcription")
-    )
-
-
-def _tail_closed(events: Sequence[event_pb2.Event]) -> bool:
-    """No rule looks back across the end of ``events`` from a later event (calls aside)."""
-    if not events:
-        return True
-    last = events[-1]
-    if _is_transcription_only(last):
-        return False
-    last_responses = {
-        p.function_response.id for p in last.content.parts if p.HasField("function_response")
-    }
-    if not last_responses:
-        return True
-    if len(events) < 2 or "" in last_responses:
-        return False
-    before = events[-2]
-    before_calls = {p.function_call.id for p in before.content.parts if p.HasField("function_call")}
-    return (
-        last_responses <= before_calls
-        and before.branch == last.branch
-        and before.isolation_scope == last.isolation_scope
-    )
-
-
 def _can_extend(view: View, new: Sequence[event_pb2.Event], new_items: Sequence[Item]) -> bool:
     if not view.extendable:
         return False
@@ -244,6 +219,7 @@ def _new_view(
     options: ContextOptions,
     counter: TokenCounter,
     contents: list[content_pb2.Content],
+    tail_open: bool,
 ) -> View:
     ids, live, has_compaction, max_time, max_end, finite = _summarize(events, items)
     view = View(
@@ -253,7 +229,7 @@ def _new_view(
         body=bytearray(),
         tokens=[],
         total_tokens=0,
-        extendable=finite and not live.open and _tail_closed(events),
+        extendable=finite and not live.open and not tail_open,
         ids=ids,
         live_ids=live,
         has_compaction=has_compaction,
@@ -276,8 +252,8 @@ def materialize(
     if items is None:
         items = [item_from_event(event) for event in events]
     if options.include_contents is IncludeContents.NONE:
-        contents = build_contents(events, options, items=items)
-        view = _new_view([], [], options, counter, contents)
+        contents, _ = build_contents_tail(events, options, items=items)
+        view = _new_view([], [], options, counter, contents, True)
         view.event_count = len(events)
         view.extendable = False
         return view
@@ -292,15 +268,19 @@ def materialize(
         if not new:
             return previous
         new_items = items[start:]
-        added = build_contents(new, options, prepend_scope_content=False, items=new_items)
+        # The view's tail was closed (it is extendable): whatever its events left open for
+        # later ones is nothing, so the new events' own tail is the tail of the whole log.
+        added, tail_open = build_contents_tail(
+            new, options, prepend_scope_content=False, items=new_items
+        )
         previous.append(added, counter)
         for event, item in zip(new, new_items, strict=True):
             previous.ids.add(event, item)
             previous.live_ids.add(event, item)
             previous.max_time = max(previous.max_time, item.timestamp)
         previous.event_count = len(events)
-        previous.extendable = not previous.live_ids.open and _tail_closed(events)
+        previous.extendable = not previous.live_ids.open and not tail_open
         previous.mode = "extended"
         return previous
-    contents = build_contents(events, options, items=items)
-    return _new_view(events, items, options, counter, contents)
+    contents, tail_open = build_contents_tail(events, options, items=items)
+    return _new_view(events, items, options, counter, contents, tail_open)
