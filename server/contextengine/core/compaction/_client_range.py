@@ -4,7 +4,9 @@ A client that summarises with its own model commits the range it summarised (fir
 sequence, in the plan's scope), the log position it planned at, and optionally the summary it
 rolled in. The range is acceptable when both ends are live (not rewound), non-summary events of
 that scope, no pinned event lies in it (by sequence or by timestamp), and it is self-contained:
-nothing opened inside it (a call, a confirmation or an auth request) is left open at its end.
+nothing opened inside it (a call, a confirmation or an auth request) is left open at its end,
+except calls that can never be answered, by the planner's own rule (``still_open``), judged on
+the log as it was at ``based_on_sequence``: a range the planner proposed there is accepted.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextengine.core.compaction._obligations import open_obligations
+from contextengine.core.compaction._obligations import still_open
 from contextengine.core.compaction._planner import CompactionPlan, seed_event
 from contextengine.core.context._rewind import apply_rewinds
 from contextengine.errors import ContextEngineError
@@ -94,13 +96,13 @@ def client_plan(
                 f"event {event.sequence} is pinned and may not be inside a compacted range",
                 sequence=event.sequence,
             )
-    still_open = open_obligations(covered)
-    if still_open:
-        call_id = sorted(still_open)[0]
+    left_open = still_open(covered, live)
+    if left_open:
+        blocking = left_open[0]
         raise _bad_range(
             "last_sequence",
-            f"the range leaves call {call_id!r} unanswered (its response is outside the range)",
-            call_id=call_id,
+            f"the range {first_sequence}..{last_sequence} leaves {blocking.describe()}",
+            call_id=blocking.id,
         )
     return CompactionPlan(
         CLIENT, tuple(window), tuple(covered), rolls_up, isolation_scope, based_on_sequence
