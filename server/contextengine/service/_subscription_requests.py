@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contextengine._echo import echo
 from contextengine.core.validate import check_id, check_session_address
 from contextengine.errors import invalid
 from contextengine.store import SessionKey
@@ -121,7 +122,7 @@ def _matcher(request: pb.SubscribeEventsRequest) -> EventMatcher:
         raise invalid(
             "INVALID_ARGUMENT",
             "kinds",
-            f"unknown event kinds {unknown}: use the EventKind values other than 0",
+            f"unknown event kinds {echo(unknown)}: use the EventKind values other than 0",
         )
     return EventMatcher.of(request.authors, request.branches, request.kinds)
 
