@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 from collections.abc import AsyncIterator
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -11,9 +15,16 @@ from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from contextengine.core import page_tokens
 from contextengine.server import ServerSettings
 from contextengine.testing import start_local_server
-from contextengine.v1 import config_pb2, session_service_pb2 as pb, session_service_pb2_grpc
+from contextengine.v1 import (
+    config_pb2,
+    session_service_pb2 as pb,
+    session_service_pb2_grpc,
+    subscription_service_pb2 as spb,
+    subscription_service_pb2_grpc,
+)
 from tests.service.helpers import Owner, SessionRef, text_event
 
 A: Owner = {"app_name": "app", "user_id": "u1"}
@@ -379,3 +390,245 @@ async def test_undecodable_request_is_invalid_argument() -> None:
             "INVALID_ARGUMENT",
             "request",
         )
+
+
+# --- Forged page tokens (issue 13, item 5) and long echoes (item 6) ---------------------------
+
+
+def _unkeyed_token(kind: str, scope: list[str], cursor_json: str) -> str:
+    """A token in the format of the unkeyed tokens of earlier versions, which anyone could mint."""
+    body = json.dumps({"v": 1, "k": kind, "s": scope}, separators=(",", ":"))[:-1]
+    raw = f'{body},"c":{cursor_json}}}'.encode()
+    check = hashlib.sha256(b"contextengine-page-token:" + raw).hexdigest()[:12]
+    return base64.urlsafe_b64encode(raw + b"." + check.encode()).decode().rstrip("=")
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def any_store_stub(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[session_service_pb2_grpc.SessionServiceStub]:
+    """A SessionService stub of a server on either store, with session s1 holding two events."""
+    db = ":memory:" if request.param == "memory" else str(tmp_path / "ce.db")
+    settings = ServerSettings(max_request_bytes=64 * 1024)
+    async with (
+        start_local_server(db, settings=settings) as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        s = session_service_pb2_grpc.SessionServiceStub(channel)
+        await s.CreateSession(pb.CreateSessionRequest(session_id="s1", **A))
+        await s.AppendEvents(
+            pb.AppendEventsRequest(session_id="s1", events=[text_event("a"), text_event("b")], **A)
+        )
+        yield s
+
+
+async def _s1_unchanged(stub: Any) -> None:
+    """The server still answers, and s1 still holds its two events."""
+    session = await stub.GetSession(pb.GetSessionRequest(session_id="s1", **A))
+    assert [e.content.parts[0].text for e in session.session.events] == ["a", "b"]
+    assert session.session.last_sequence == 2
+
+
+async def test_forged_page_tokens_are_invalid_page_token(any_store_stub: Any) -> None:
+    stub = any_store_stub
+    events_scope = ["app", "u1", "s1", "0"]
+    deep = "[" * 20_000 + "]" * 20_000
+    forged_events = [
+        _unkeyed_token("events", events_scope, str(2**63)),  # overflowed SQLite's integer
+        _unkeyed_token("events", events_scope, str(2**63 - 1)),
+        _unkeyed_token("events", events_scope, "-1"),
+        _unkeyed_token("events", events_scope, deep),  # RecursionError
+        _unkeyed_token("events", events_scope, "1e999"),
+        _unkeyed_token("events", events_scope, "1" * 5000),  # beyond int("...")'s digit limit
+        # the keyed format, with a key of the attacker's choice
+        page_tokens.PageTokens(b"\x00" * 32).encode("events", events_scope, [2**63]),
+        page_tokens.PageTokens(b"\x00" * 32).encode("events", events_scope, [0]),
+        "A" * 60_000,
+        "é" * 100,
+        "",  # empty: no token, a first page
+    ]
+    for token in forged_events:
+        call = stub.ListEvents(pb.ListEventsRequest(session_id="s1", page_token=token, **A))
+        if token:
+            await expect(call, INVALID, "INVALID_PAGE_TOKEN", "page_token")
+        else:
+            assert len((await call).events) == 2
+    sessions_scope = ["app", "u1"]
+    for cursor in (deep, '["u1"]', "[1, 2]", '["u1", "s1", "x"]', '"s1"'):
+        token = _unkeyed_token("sessions", sessions_scope, cursor)
+        await expect(
+            stub.ListSessions(pb.ListSessionsRequest(page_token=token, **A)),
+            INVALID,
+            "INVALID_PAGE_TOKEN",
+            "page_token",
+        )
+    await _s1_unchanged(stub)
+
+
+async def test_issued_page_tokens_page_through(any_store_stub: Any) -> None:
+    stub = any_store_stub
+    await stub.CreateSession(pb.CreateSessionRequest(session_id="s2", **A))
+    page = await stub.ListEvents(pb.ListEventsRequest(session_id="s1", page_size=1, **A))
+    assert [e.sequence for e in page.events] == [1]
+    assert page.next_page_token
+    rest = await stub.ListEvents(
+        pb.ListEventsRequest(session_id="s1", page_size=1, page_token=page.next_page_token, **A)
+    )
+    assert [e.sequence for e in rest.events] == [2]
+    assert not rest.next_page_token
+    # Bound to the request: another session, another after_sequence, another method.
+    for other in (
+        pb.ListEventsRequest(session_id="s2", page_token=page.next_page_token, **A),
+        pb.ListEventsRequest(
+            session_id="s1", after_sequence=1, page_token=page.next_page_token, **A
+        ),
+    ):
+        await expect(stub.ListEvents(other), INVALID, "INVALID_PAGE_TOKEN", "page_token")
+    await expect(
+        stub.ListSessions(pb.ListSessionsRequest(page_token=page.next_page_token, **A)),
+        INVALID,
+        "INVALID_PAGE_TOKEN",
+        "page_token",
+    )
+    sessions = await stub.ListSessions(pb.ListSessionsRequest(page_size=1, **A))
+    assert [s.id for s in sessions.sessions] == ["s1"]
+    assert sessions.next_page_token
+    second = await stub.ListSessions(
+        pb.ListSessionsRequest(page_size=1, page_token=sessions.next_page_token, **A)
+    )
+    assert [s.id for s in second.sessions] == ["s2"]
+    # Any edit of an issued token is detected.
+    token = sessions.next_page_token
+    for i in range(len(token)):
+        flipped = token[:i] + ("B" if token[i] != "B" else "C") + token[i + 1 :]
+        await expect(
+            stub.ListSessions(pb.ListSessionsRequest(page_token=flipped, **A)),
+            INVALID,
+            "INVALID_PAGE_TOKEN",
+        )
+    await _s1_unchanged(stub)
+
+
+async def test_page_tokens_survive_restarts_and_are_shared_by_processes(tmp_path: Path) -> None:
+    db = str(tmp_path / "ce.db")
+
+    async def first_page(target: str) -> str:
+        async with grpc.aio.insecure_channel(target) as channel:
+            s = session_service_pb2_grpc.SessionServiceStub(channel)
+            page = await s.ListSessions(pb.ListSessionsRequest(page_size=1, **A))
+            return page.next_page_token
+
+    async def next_ids(target: str, token: str) -> list[str]:
+        async with grpc.aio.insecure_channel(target) as channel:
+            s = session_service_pb2_grpc.SessionServiceStub(channel)
+            page = await s.ListSessions(pb.ListSessionsRequest(page_token=token, **A))
+            return [session.id for session in page.sessions]
+
+    async with start_local_server(db) as server:
+        async with grpc.aio.insecure_channel(server.target) as channel:
+            s = session_service_pb2_grpc.SessionServiceStub(channel)
+            for sid in ("s1", "s2", "s3"):
+                await s.CreateSession(pb.CreateSessionRequest(session_id=sid, **A))
+        token = await first_page(server.target)
+        # A second server on the same file (as another process would be) accepts it.
+        async with start_local_server(db) as other:
+            assert await next_ids(other.target, token) == ["s2", "s3"]
+    async with start_local_server(db) as restarted:
+        assert await next_ids(restarted.target, token) == ["s2", "s3"]
+    # Another database has another key.
+    async with (
+        start_local_server(str(tmp_path / "other.db")) as stranger,
+        grpc.aio.insecure_channel(stranger.target) as channel,
+    ):
+        s = session_service_pb2_grpc.SessionServiceStub(channel)
+        await expect(
+            s.ListSessions(pb.ListSessionsRequest(page_token=token, **A)),
+            INVALID,
+            "INVALID_PAGE_TOKEN",
+        )
+
+
+async def test_long_input_is_not_echoed_whole(any_store_stub: Any) -> None:
+    stub = any_store_stub
+    emoji = "\U0001f600" * 256  # a valid id: 256 characters, 1 KiB of UTF-8
+    await expect(
+        stub.GetSession(pb.GetSessionRequest(app_name=emoji, user_id=emoji, session_id=emoji)),
+        grpc.StatusCode.NOT_FOUND,
+        "SESSION_NOT_FOUND",
+    )
+    await expect(
+        stub.CreateSession(
+            pb.CreateSessionRequest(app_name=emoji, user_id=emoji, session_id=emoji + "x")
+        ),
+        INVALID,
+        "INVALID_ID",
+        "session_id",
+    )
+    long_key = struct_pb2.Struct()
+    long_key.fields["\x01" * 20_000].SetInParent()  # a Value with no kind, under a long key
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.CreateSession(pb.CreateSessionRequest(state=long_key, **A))
+    assert err.value.code() == INVALID
+    info = _error_info(err.value)
+    assert info.reason == "INVALID_STATE"
+    assert info.metadata["field"].startswith("state.\x01")
+    assert "20006 characters" in info.metadata["field"]
+    await _s1_unchanged(stub)
+
+
+async def test_long_subscription_input_is_not_echoed_whole() -> None:
+    async with (
+        start_local_server() as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        stub = subscription_service_pb2_grpc.SubscriptionServiceStub(channel)
+        app_scope = spb.SUBSCRIPTION_SCOPE_APP
+        for request, reason, field in (
+            (
+                spb.SubscribeEventsRequest(
+                    scope=app_scope, app_name="app", after_cursor="x" * 10_000
+                ),
+                "INVALID_CURSOR",
+                "after_cursor",
+            ),
+            (
+                spb.SubscribeEventsRequest(
+                    scope=app_scope,
+                    app_name="app",
+                    kinds=cast(Any, [1000 + i for i in range(2000)]),
+                ),
+                "INVALID_ARGUMENT",
+                "kinds",
+            ),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                async for _ in stub.SubscribeEvents(request, timeout=10):
+                    pass
+            assert err.value.code() == INVALID, err.value.details()
+            info = _error_info(err.value)
+            assert (info.reason, info.metadata["field"]) == (reason, field)
+            assert len(err.value.details() or "") <= 512
+        # The server is still healthy.
+        sessions = session_service_pb2_grpc.SessionServiceStub(channel)
+        await sessions.CreateSession(pb.CreateSessionRequest(session_id="after", **A))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="subscriptions/cursors.py parse_position calls int() on more than 4300 digits "
+    "(ValueError -> INTERNAL); it should reject more than 19 digits first",
+)
+async def test_cursor_of_many_digits_is_invalid_cursor() -> None:
+    async with (
+        start_local_server() as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        stub = subscription_service_pb2_grpc.SubscriptionServiceStub(channel)
+        request = spb.SubscribeEventsRequest(
+            scope=spb.SUBSCRIPTION_SCOPE_APP, app_name="app", after_cursor="9" * 10_000
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            async for _ in stub.SubscribeEvents(request, timeout=10):
+                pass
+        assert err.value.code() == INVALID, err.value.details()
+        assert _error_info(err.value).reason == "INVALID_CURSOR"

@@ -78,6 +78,13 @@ class SessionServicer:
         self._configs = configs
         self._session_configs = session_configs
         self._clock = clock
+        self._tokens: page_tokens.PageTokens | None = None
+
+    async def _page_tokens(self) -> page_tokens.PageTokens:
+        """The store's page tokens (its key is read once)."""
+        if self._tokens is None:
+            self._tokens = page_tokens.PageTokens(await self._store.page_token_key())
+        return self._tokens
 
     async def CreateSession(
         self, request: pb.CreateSessionRequest, context: object
@@ -126,11 +133,12 @@ class SessionServicer:
         limit = check_page_size(request.page_size)
         scope = [request.app_name, request.user_id]
         after: tuple[str, str] | None = None
+        tokens = await self._page_tokens()
         if request.page_token:
-            cursor = page_tokens.decode(request.page_token, "sessions", scope)
-            if not (isinstance(cursor, list) and len(cursor) == 2):
-                raise invalid("INVALID_PAGE_TOKEN", "page_token", "page_token is malformed")
-            after = (str(cursor[0]), str(cursor[1]))
+            user_id, session_id = page_tokens.str_cursor(
+                tokens.decode(request.page_token, "sessions", scope), 2
+            )
+            after = (user_id, session_id)
         rows = await self._store.list_sessions(
             request.app_name, request.user_id or None, limit + 1, after
         )
@@ -138,7 +146,7 @@ class SessionServicer:
         response.sessions.extend(session_to_proto(s) for s in rows[:limit])
         if len(rows) > limit:
             last = rows[limit - 1].key
-            response.next_page_token = page_tokens.encode(
+            response.next_page_token = tokens.encode(
                 "sessions", scope, [last.user_id, last.session_id]
             )
         return response
@@ -219,16 +227,14 @@ class SessionServicer:
             )
         scope = [key.app_name, key.user_id, key.session_id, str(request.after_sequence)]
         after = request.after_sequence
+        tokens = await self._page_tokens()
         if request.page_token:
-            cursor = page_tokens.decode(request.page_token, "events", scope)
-            if not isinstance(cursor, int) or cursor < 0:
-                raise invalid("INVALID_PAGE_TOKEN", "page_token", "page_token is malformed")
-            after = cursor
+            after = page_tokens.int_cursor(tokens.decode(request.page_token, "events", scope))
         events, last_sequence = await self._store.list_events(key, after, limit)
         response = pb.ListEventsResponse(last_sequence=last_sequence)
         response.events.extend(events)
         if events and events[-1].sequence < last_sequence:
-            response.next_page_token = page_tokens.encode("events", scope, events[-1].sequence)
+            response.next_page_token = tokens.encode("events", scope, [events[-1].sequence])
         return response
 
     async def RewindSession(

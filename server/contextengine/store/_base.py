@@ -221,3 +221,7 @@ class EventStore(Protocol):
         """Replaces the session's own configuration (sets ``update_time``) and returns it as
         stored; SESSION_NOT_FOUND if the session does not exist. Deleting the session deletes
         it."""
+
+    async def page_token_key(self) -> bytes:
+        """A random key of this store, the same for every process sharing its data and across
+        restarts (see ``store._secrets``); it keys the page tokens' HMAC."""

@@ -36,6 +36,7 @@ from contextengine.store._base import (
     StoredSession,
 )
 from contextengine.store._listeners import CommitListeners
+from contextengine.store._secrets import new_key
 from contextengine.v1 import config_pb2, event_pb2
 
 #: the configuration messages the store keeps its own copies of
@@ -71,6 +72,7 @@ class MemoryStore:
         self._last_position = 0
         self._listeners = CommitListeners()
         self._closed = False
+        self._page_token_key = new_key()
 
     async def open(self) -> None:
         self._closed = False
@@ -243,6 +245,10 @@ class MemoryStore:
         session.config = _copy_config(config)
         session.config.update_time = self._clock()
         return _copy_config(session.config)
+
+    async def page_token_key(self) -> bytes:
+        self._check_open()
+        return self._page_token_key
 
     def _take_positions(self, count: int) -> int:
         """Takes ``count`` consecutive positions and returns the first."""

@@ -20,7 +20,7 @@ from typing import Any, TypeVar, get_args
 import aiosqlite
 
 from contextengine.errors import ContextEngineError
-from contextengine.store import _sqlite_ops as ops, _sqlite_reads as reads
+from contextengine.store import _secrets, _sqlite_ops as ops, _sqlite_reads as reads
 from contextengine.store._append import copy_event
 from contextengine.store._base import (
     AppendOutcome,
@@ -229,6 +229,9 @@ class SqliteStore:
         return await self._write(
             partial(ops.put_session_config, key=key, config=owned, now=self._clock())
         )
+
+    async def page_token_key(self) -> bytes:
+        return await self._read(_secrets.read_page_token_key)
 
     def _open_writer(self) -> BatchWriter:
         if self._writer is None:
