@@ -8,6 +8,13 @@ Done once per service at start-up (no per-call interceptor dispatch):
 * :class:`ContextEngineError` becomes a status with ErrorInfo; any other exception becomes
   INTERNAL (logged with its traceback);
 * one log line per RPC: method, status code, duration, peer.
+
+The call object must not be touched once the client may have gone away: grpc releases the core
+call as soon as the RPC's task ends, and a server-streaming handler whose task was cancelled in
+the middle of a write is finalized later (its generator closed by the garbage collector), when
+``context.peer()`` or ``abort`` would dereference a released call and crash the process
+(SIGSEGV). So the peer is read once when the RPC starts, and an RPC that ends by cancellation or
+by its generator being closed touches nothing on the context.
 """
 
 from __future__ import annotations
@@ -74,29 +81,23 @@ def _serializer(cls: type[message.Message]) -> Callable[[Any], bytes]:
 
 
 def _status_name(context: Context) -> str:
-    # ``code()`` is None until a status is set, although the stubs say otherwise.
+    # ``code()`` is None until a status is set, although the stubs say otherwise. It reads the
+    # Python-side state of the call only.
     name: str | None = getattr(context.code(), "name", None)
     return name or "OK"
-
-
-def _log(method: str, code: str, start: float, context: Context) -> None:
-    if _LOG.isEnabledFor(logging.INFO):
-        _LOG.info(
-            "rpc method=%s code=%s ms=%.2f peer=%s",
-            method,
-            code,
-            (time.perf_counter() - start) * 1000.0,
-            context.peer(),
-        )
 
 
 class _RpcScope:
     """Wraps one RPC: maps errors to statuses and logs one line when it ends."""
 
+    __slots__ = ("_context", "_method", "_peer", "_start")
+
     def __init__(self, method: str, context: Context) -> None:
         self._method = method
         self._context = context
         self._start = time.perf_counter()
+        # Read now, while the call is certainly alive (see the module docstring).
+        self._peer = context.peer() if _LOG.isEnabledFor(logging.INFO) else ""
 
     async def __aenter__(self) -> None:
         return None
@@ -107,21 +108,31 @@ class _RpcScope:
         code = "OK"
         context = self._context
         try:
-            if isinstance(exc, ContextEngineError):
-                code = exc.code.value
-                await context.abort_with_status(to_status(exc))  # raises AbortError
-            elif isinstance(exc, asyncio.CancelledError):
+            if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
+                # The client went away (cancel, deadline, disconnect) or grpc stopped reading
+                # the stream's generator: the call may be released already.
                 code = "CANCELLED"
             elif isinstance(exc, grpc.aio.AbortError):
                 code = _status_name(context)
             elif isinstance(exc, Exception):
-                code = "INTERNAL"
-                await context.abort_with_status(to_status(internal_error(exc)))
+                error = exc if isinstance(exc, ContextEngineError) else internal_error(exc)
+                code = error.code.value
+                # ``done()`` (Python-side state): a status was already sent, nothing more may go
+                # to the call.
+                if not context.done():
+                    await context.abort_with_status(to_status(error))  # raises AbortError
             elif exc is not None:
                 code = type(exc).__name__
             return False
         finally:
-            _log(self._method, code, self._start, context)
+            if _LOG.isEnabledFor(logging.INFO):
+                _LOG.info(
+                    "rpc method=%s code=%s ms=%.2f peer=%s",
+                    self._method,
+                    code,
+                    (time.perf_counter() - self._start) * 1000.0,
+                    self._peer,
+                )
 
 
 def _unary(method: str, fn: Callable[[Any, Context], Awaitable[Any]]) -> Callable[..., Any]:
