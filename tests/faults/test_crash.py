@@ -17,21 +17,18 @@ import asyncio
 import itertools
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.core.events import payload_bytes
 from contextengine.v1 import event_pb2
+from tests.faults.sidecar import Sidecar, running_sidecar
 from tests.service.helpers import text_event
 
 pytestmark = pytest.mark.slow
@@ -44,97 +41,8 @@ BATCH_SIZE = 3
 KILL_AFTER = (0.3, 1.0)
 #: client deadline per call; a call cut off by the kill fails long before it
 CALL_TIMEOUT = 5.0
-START_TIMEOUT = 30.0
 
 APP, USER, SESSION = "crash", "u1", "s1"
-
-
-class Sidecar:
-    """``python -m contextengine serve`` on ``db`` as a child process, on a free port."""
-
-    def __init__(self, workdir: Path, db: Path, name: str) -> None:
-        self.db = db
-        self.port_file = workdir / f"{name}.port"
-        self.log_file = workdir / f"{name}.log"
-        self.target = ""
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        command = [
-            sys.executable,
-            "-m",
-            "contextengine",
-            "serve",
-            "--db",
-            str(self.db),
-            "--listen",
-            "127.0.0.1:0",
-            "--port-file",
-            str(self.port_file),
-            "--log-level",
-            "WARNING",
-        ]
-        with self.log_file.open("wb") as log:
-            return subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-            )
-
-    def log(self) -> str:
-        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
-
-    async def start(self) -> None:
-        """Starts the process and waits until it answers health checks with SERVING."""
-        self.port_file.unlink(missing_ok=True)
-        self._process = self._spawn()
-        deadline = time.monotonic() + START_TIMEOUT
-        text = ""
-        while not text.isdigit():
-            if self._process.poll() is not None:
-                pytest.fail(f"the sidecar exited with {self._process.returncode}:\n{self.log()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"no port file after {START_TIMEOUT} s:\n{self.log()}")
-            await asyncio.sleep(0.02)
-            text = self.port_file.read_text().strip() if self.port_file.exists() else ""
-        self.target = f"127.0.0.1:{int(text)}"
-        async with ContextEngineClient(self.target, attempts=1) as client:
-            await client.wait_ready(START_TIMEOUT)
-            health = health_pb2_grpc.HealthStub(client.channel)
-            reply = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5.0)
-            assert reply.status == health_pb2.HealthCheckResponse.SERVING
-
-    async def kill(self) -> None:
-        """SIGKILL, then reap the process."""
-        process = self._process
-        if process is None:
-            return
-        self._process = None
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(process.wait, 30)
-
-    async def stop(self) -> int:
-        """SIGTERM (a graceful shutdown) and the exit status; SIGKILL after 20 s."""
-        process = self._process
-        assert process is not None
-        self._process = None
-        process.send_signal(signal.SIGTERM)
-        try:
-            return await asyncio.to_thread(process.wait, 20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            await asyncio.to_thread(process.wait, 30)
-            raise
-
-
-@asynccontextmanager
-async def running_sidecar(workdir: Path, db: Path, name: str) -> AsyncIterator[Sidecar]:
-    """A started sidecar that is killed on the way out unless it was stopped before."""
-    server = Sidecar(workdir, db, name)
-    try:
-        await server.start()
-        yield server
-    finally:
-        await server.kill()
 
 
 @dataclass
