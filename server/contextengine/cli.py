@@ -83,6 +83,15 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     run.add_argument(
+        "--subscriber-buffer-bytes",
+        type=int,
+        default=32 * 1024 * 1024,
+        help=(
+            "bytes of events a subscriber may have waiting before its stream ends with "
+            "SUBSCRIBER_LAGGED, resumable from its cursor (default 32 MiB)"
+        ),
+    )
+    run.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -110,6 +119,8 @@ def serve_settings(args: argparse.Namespace) -> ServerSettings:
         raise ValueError("--subscription-max-hold-ms must be positive")
     if not 0 < args.subscription_target_load <= 1:
         raise ValueError("--subscription-target-load must be in (0, 1]")
+    if args.subscriber_buffer_bytes <= 0:
+        raise ValueError("--subscriber-buffer-bytes must be positive")
     return ServerSettings(
         listen=args.listen,
         db=args.db,
@@ -120,6 +131,7 @@ def serve_settings(args: argparse.Namespace) -> ServerSettings:
         memory_fts=args.memory_fts,
         subscription_max_hold_seconds=args.subscription_max_hold_ms / 1000.0,
         subscription_target_load=args.subscription_target_load,
+        subscriber_buffer_bytes=args.subscriber_buffer_bytes,
     )
 
 

@@ -82,6 +82,9 @@ class ServerSettings:
     grace_seconds: float = 10.0
     #: changes a subscriber may have waiting before it is ended with SUBSCRIBER_LAGGED
     subscriber_buffer: int = 1024
+    #: bytes of events (encoded) a subscriber may have waiting before it is ended with
+    #: SUBSCRIBER_LAGGED: what one stalled subscriber can pin in the sidecar's memory
+    subscriber_buffer_bytes: int = 32 * 1024 * 1024
     #: seconds between heartbeats of idle subscription streams, unless the request says otherwise
     heartbeat_seconds: float = 15.0
     #: Gemini endpoint for Gemini summarizers (None: google-genai's default, or the
@@ -209,6 +212,7 @@ class ContextEngineServer:
         self.broadcaster.start()
         streams = StreamSettings(
             buffer=self.settings.subscriber_buffer,
+            buffer_bytes=self.settings.subscriber_buffer_bytes,
             heartbeat_seconds=self.settings.heartbeat_seconds,
         )
         self.prompt_cache = _prompt_cache(self.settings, configs)

@@ -186,3 +186,124 @@ async def test_an_overflow_during_the_replay_reads_on_from_the_store(
         call.cancel()
     assert sequences(frames) == list(range(1, 901))
     assert registrations > 1
+
+
+KIB64 = "y" * 65_536
+MIB = 1024 * 1024
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def byte_budget(
+    request: pytest.FixtureRequest, tmp_path: str
+) -> AsyncIterator[ContextEngineServer]:
+    """Room for 1024 events, but only 1 MiB of them."""
+    db = ":memory:" if request.param == "memory" else f"{tmp_path}/ce.db"
+    settings = ServerSettings(subscriber_buffer_bytes=MIB)
+    async with start_local_server(db, settings=settings) as server:
+        yield server
+
+
+async def test_a_stalled_subscriber_is_cut_off_at_its_byte_budget(
+    byte_budget: ContextEngineServer,
+) -> None:
+    """Issue 13, item 7: 64 large events are far fewer than the 1024 a buffer may hold, but
+    4 MiB is more than its 1 MiB: the stalled subscriber ends with SUBSCRIBER_LAGGED and resumes
+    from its cursor with everything, exactly once; the log and the server are unharmed."""
+    total = 64
+    async with (
+        ContextEngineClient(byte_budget.target, attempts=1) as client,
+        ContextEngineClient(byte_budget.target, channel_options=SMALL_WINDOW) as reader,
+    ):
+        await client.create_session(APP, USER, SESSION)
+        stub = subscription_service_pb2_grpc.SubscriptionServiceStub(reader.channel)
+        stalled = stub.SubscribeEvents(
+            spb.SubscribeEventsRequest(app_name=APP, user_id=USER, session_id=SESSION)
+        )
+        first = await read_frame(stalled)
+        assert kind(first) == "caught_up"
+        for n in range(total):
+            await client.append_event(APP, USER, SESSION, message(KIB64, event_id=f"big{n}"))
+            if n == total // 2:
+                # 2 MiB written: the stalled subscriber is gone already, its buffer released.
+                await eventually(lambda: byte_budget.broadcaster.active == 0)
+        frames, error = await read_to_error(stalled)
+        received = sequences(frames)
+        assert (error.code, error.reason) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "SUBSCRIBER_LAGGED",
+        )
+        assert received == list(range(1, len(received) + 1))
+        assert len(received) < total // 2
+        assert error.metadata == {"cursor": str(received[-1] if received else 0)}
+
+        rest = client.subscribe_events(APP, USER, SESSION, cursor=error.metadata["cursor"])
+        async with contextlib.aclosing(rest):
+            resumed = await take(rest, has_kind("caught_up"), seconds=30)
+        assert received + sequences(resumed) == list(range(1, total + 1))
+        assert [f.event.event.id for f in resumed if kind(f) == "event"][-1] == f"big{total - 1}"
+
+        session = await client.get_session(APP, USER, SESSION)
+        assert [e.id for e in session.events] == [f"big{n}" for n in range(total)]
+        assert all(e.content.parts[0].text == KIB64 for e in session.events)
+        more = await client.append_event(APP, USER, SESSION, message("still serving"))
+        assert more.event.sequence == total + 1
+    await eventually(lambda: byte_budget.broadcaster.active == 0)
+
+
+async def test_a_live_subscriber_that_keeps_up_is_never_cut_off_by_bytes(
+    byte_budget: ContextEngineServer,
+) -> None:
+    async with ContextEngineClient(byte_budget.target, attempts=1) as client:
+        await client.create_session(APP, USER, SESSION)
+        stream = client.subscribe_events(APP, USER, SESSION, max_events_per_frame=1)
+        async with contextlib.aclosing(stream):
+            await take(stream, has_kind("caught_up"))
+            for n in range(24):
+                await client.append_event(APP, USER, SESSION, message(KIB64, event_id=f"e{n}"))
+                [frame] = await take(stream, count_events(1))
+                assert frame.event.event.sequence == n + 1
+            # One commit larger than the budget still reaches a subscriber that keeps up.
+            batch = [message(KIB64, event_id=f"b{i}") for i in range(20)]
+            await client.append_events(APP, USER, SESSION, batch)
+            frames = await take(stream, count_events(20))
+        assert sequences(frames) == list(range(25, 45))
+
+
+async def test_batched_frames_are_bounded_in_bytes(server: ContextEngineServer) -> None:
+    """A replay or live run of large events is cut into ``events`` frames of at most about
+    4 MiB, so a client that receives messages of up to 6 MiB gets every event (before: one frame
+    per 256 events, 12 MiB here, and the stream failed with RESOURCE_EXHAUSTED)."""
+    text = "z" * MIB
+    async with (
+        ContextEngineClient(server.target, attempts=1) as client,
+        ContextEngineClient(server.target, max_message_bytes=6 * MIB) as small,
+    ):
+        await client.create_session(APP, USER, SESSION)
+        for n in range(12):
+            await client.append_event(APP, USER, SESSION, message(text, event_id=f"r{n}"))
+        stream = small.subscribe_events(APP, USER, SESSION, max_events_per_frame=256)
+        async with contextlib.aclosing(stream):
+            replayed = await take(stream, has_kind("caught_up"), seconds=30)
+            batch = [message("z" * (MIB // 2), event_id=f"l{n}") for n in range(7)]
+            await client.append_events(APP, USER, SESSION, batch[:3])
+            await client.append_events(APP, USER, SESSION, batch[3:])
+            live = await take(
+                stream, lambda got: sum(len(f.events.events) for f in got) >= 7, seconds=30
+            )
+    events = [f for f in replayed if kind(f) == "events"]
+    assert [e.event.sequence for f in events for e in f.events.events] == list(range(1, 13))
+    assert len(events) >= 3
+    assert all(f.ByteSize() <= 5 * MIB for f in events + live)
+    assert [e.event.sequence for f in live for e in f.events.events] == list(range(13, 20))
+
+
+def test_serve_sets_the_byte_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    from contextengine import cli
+
+    serve = ["serve", "--db", ":memory:"]
+    default = cli.serve_settings(cli.parse(serve))
+    assert default.subscriber_buffer_bytes == ServerSettings().subscriber_buffer_bytes == 32 * MIB
+    chosen = cli.serve_settings(cli.parse([*serve, "--subscriber-buffer-bytes", "1048576"]))
+    assert chosen.subscriber_buffer_bytes == MIB
+    assert cli.main([*serve, "--subscriber-buffer-bytes", "0"]) == 2
+    assert "--subscriber-buffer-bytes must be positive" in capsys.readouterr().err

@@ -199,3 +199,47 @@ async def test_a_failing_filter_ends_only_its_subscriber(
     assert failing.ended is EndReason.LAGGED  # resumes from the store: never a silent gap
     assert ids(await healthy.next(1)) == ["a"]
     assert "filter failed" in caplog.text
+
+
+async def append_big(store: MemoryStore, *event_ids: str) -> None:
+    """One commit of events of about 10 kB each."""
+    await store.append_events(KEY, [message("x" * 10_000, event_id=i) for i in event_ids], None)
+
+
+async def test_a_byte_budget_ends_a_subscriber_holding_too_many_bytes(
+    store: MemoryStore, broadcaster: Broadcaster
+) -> None:
+    """The buffer is bounded in bytes as well as in changes (issue 13, item 7): a few large
+    events end the subscription though far fewer than ``capacity`` changes are waiting."""
+    sub = broadcaster.subscribe(session_route(KEY), everything, 1000, capacity_bytes=25_000)
+    await append_big(store, "b1")
+    await append_big(store, "b2")
+    assert (sub.buffered, sub.ended) == (2, None)
+    assert 20_000 < sub.buffered_bytes <= 25_000
+    await append_big(store, "b3")  # would hold about 30 kB
+    assert sub.ended is EndReason.LAGGED
+    assert (sub.buffered, sub.buffered_bytes) == (0, 0)
+    with pytest.raises(SubscriptionEndedError):
+        await sub.next(1.0)
+
+
+async def test_the_byte_budget_counts_what_is_taken(
+    store: MemoryStore, broadcaster: Broadcaster
+) -> None:
+    sub = broadcaster.subscribe(session_route(KEY), everything, 1000, capacity_bytes=25_000)
+    for n in range(10):  # a reader that keeps up is never cut off
+        await append_big(store, f"b{n}")
+        assert ids(await sub.next(1.0)) == [f"b{n}"]
+        assert sub.buffered_bytes == 0
+    # An empty buffer takes a commit of any size: one large append never ends a reader.
+    await append_big(store, *(f"c{n}" for n in range(5)))
+    assert sub.ended is None
+    assert sub.buffered_bytes > 25_000
+    assert len(ids(sub.poll())) == 5
+    assert sub.buffered_bytes == 0
+    sub.close()
+
+
+async def test_a_byte_budget_must_be_positive(broadcaster: Broadcaster) -> None:
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        broadcaster.subscribe(session_route(KEY), everything, 10, capacity_bytes=0)

@@ -9,10 +9,12 @@ which for one session is sequence order and across sessions is position order.
 
 A subscription that overflows while the replay is still running is simply registered again: the
 events it missed are in the store, and the replay goes on reading until it is caught up. Once
-live, an overflow ends the stream with SUBSCRIBER_LAGGED and the last cursor sent.
+live, an overflow (of the subscriber's budget in events or in bytes) ends the stream with
+SUBSCRIBER_LAGGED and the last cursor sent.
 
 Batching (``max_events_per_frame`` N > 1): the events that are ready together go in one
-``events`` frame, up to N: a replay page, or live, everything the subscription has buffered when
+``events`` frame, up to N (and up to ``StreamSettings.frame_bytes``, but at least one event): a
+replay page, or live, everything the subscription has buffered when
 it takes its turn. Such subscriptions are *paced* (``subscriptions.pacing``): while the event loop
 has room a turn comes at once, so a lone event is sent as soon as it is recorded; when the loop is
 busy the turns are spaced out (at most the server's hold apart, 50 ms by default) and the commits
@@ -51,10 +53,22 @@ from contextengine.v1 import subscription_service_pb2 as pb
 class StreamSettings:
     #: changes a subscriber may have waiting before it is ended as lagged
     buffer: int = 1024
+    #: bytes of events a subscriber may have waiting before it is ended as lagged (None: no
+    #: limit but ``buffer``)
+    buffer_bytes: int | None = 32 * 1024 * 1024
     #: events read from the store per replay query
     page_size: int = 500
+    #: the largest ``events`` frame in bytes (a frame holds at least one event, whatever its
+    #: size): below the 64 MiB a client receives by default, whatever the events' sizes
+    frame_bytes: int = 4 * 1024 * 1024
     #: seconds between heartbeats when the request leaves it to the server
     heartbeat_seconds: float = 15.0
+
+
+#: events in the first replay query; later ones hold as many as the byte budget fits (at most
+#: four times the previous page, at most ``page_size``), so a replay of large events holds about
+#: the budget in memory, not ``page_size`` of them
+FIRST_PAGE = 32
 
 
 def ended_error(reason: EndReason, cursor: int) -> ContextEngineError:
@@ -90,6 +104,8 @@ class EventStream:
         self._subscription: Subscription | None = None
         #: the last cursor sent, or passed over (an event the filters reject)
         self.cursor = spec.after
+        #: events per replay query: small at first, then as many as fit the byte budget
+        self._limit = min(FIRST_PAGE, settings.page_size)
 
     def close(self) -> None:
         """Releases the subscription (idempotent; also called when the RPC ends)."""
@@ -146,6 +162,7 @@ class EventStream:
         by_sequence = self._spec.by_sequence
         frames = self._frames
         event_frame = frames.event
+        max_bytes = self._settings.frame_bytes
         while True:
             try:
                 batch = await subscription.next(wait)
@@ -157,6 +174,7 @@ class EventStream:
             #: encoded event frames (or runs of them: a whole commit's), ``count`` events
             parts: list[bytes] = []
             count = 0
+            size = 0
             #: the cursor of the last event in ``parts`` (else the last one sent)
             cursor = self.cursor
             deleted: SessionDeleted | None = None
@@ -164,10 +182,16 @@ class EventStream:
             # between two takes, but may be between two frames).
             while batch is not None:
                 run = commit_run(batch, by_sequence, frames)
-                if run is not None and run.first > cursor and count + run.size <= per_frame:
+                if (
+                    run is not None
+                    and run.first > cursor
+                    and count + run.size <= per_frame
+                    and (not parts or size + len(run.frames) <= max_bytes)
+                ):
                     # The usual case: the commit's frames, encoded once for all subscribers.
                     parts.append(run.frames)
                     count += run.size
+                    size += len(run.frames)
                     cursor = run.last
                 else:
                     for change in batch:
@@ -179,15 +203,18 @@ class EventStream:
                         at = change.event.sequence if by_sequence else change.position
                         if at <= cursor:
                             continue
-                        if count == per_frame:
+                        encoded = event_frame(change, by_sequence)
+                        if count == per_frame or (parts and size + len(encoded) > max_bytes):
                             yield encode_batch(parts)
                             self.cursor = cursor
                             parts = []
                             count = 0
-                        parts.append(event_frame(change, by_sequence))
+                            size = 0
+                        parts.append(encoded)
                         count += 1
+                        size += len(encoded)
                         cursor = at
-                if deleted is not None or count >= per_frame:
+                if deleted is not None or count >= per_frame or size >= max_bytes:
                     break
                 batch = subscription.poll()
             if parts:
@@ -222,6 +249,7 @@ class EventStream:
             self._spec.route,
             accept,
             self._settings.buffer,
+            capacity_bytes=self._settings.buffer_bytes,
             # Streams with the same scope and filters accept the same changes: one group.
             group=("events", self._spec.by_sequence, matcher),
             paced=self._spec.max_events_per_frame > 1,
@@ -232,29 +260,37 @@ class EventStream:
         return logged.event.sequence if self._spec.by_sequence else logged.position
 
     def _reader(self) -> Callable[[int], Awaitable[list[LoggedEvent]]]:
-        spec, store, limit = self._spec, self._store, self._settings.page_size
+        spec, store = self._spec, self._store
         if spec.by_sequence:
 
             async def read_session(after: int) -> list[LoggedEvent]:
-                page, _ = await store.list_logged_events(spec.key, after, limit)
+                page, _ = await store.list_logged_events(spec.key, after, self._limit)
                 return page
 
             return read_session
         user_id = spec.user_id or None
 
         async def read_scope(after: int) -> list[LoggedEvent]:
-            return await store.list_events_after_position(spec.app_name, user_id, after, limit)
+            return await store.list_events_after_position(
+                spec.app_name, user_id, after, self._limit
+            )
 
         return read_scope
+
+    def _next_limit(self, page: list[LoggedEvent]) -> int:
+        """The events to ask for next, after reading ``page`` (a full one)."""
+        page_size, budget = self._settings.page_size, self._settings.buffer_bytes
+        if budget is None:
+            return page_size
+        per_event = max(1, sum(logged.event.ByteSize() for logged in page) // len(page))
+        return max(1, min(page_size, 4 * len(page), budget // per_event))
 
     async def _start(self) -> list[LoggedEvent]:
         """Registers, then checks the session and the cursor; returns the first replay page."""
         self._subscribe()
         spec = self._spec
         if spec.by_sequence:
-            page, last = await self._store.list_logged_events(
-                spec.key, spec.after, self._settings.page_size
-            )
+            page, last = await self._store.list_logged_events(spec.key, spec.after, self._limit)
             check_within(spec.after, last, spec.cursor_field)
             return page
         check_within(spec.after, await self._store.last_position(), spec.cursor_field)
@@ -276,7 +312,7 @@ class EventStream:
                     self.cursor = cursor
                     if matcher.matches(logged.event):
                         yield self._frames.event(logged, self._spec.by_sequence)
-            if len(page) < self._settings.page_size:
+            if len(page) < self._limit:
                 assert self._subscription is not None
                 ended = self._subscription.ended
                 if ended is None:
@@ -285,22 +321,32 @@ class EventStream:
                     raise ended_error(ended, self.cursor)
                 # Overflowed while replaying: what it missed is in the store; read on.
                 self._subscribe()
+            else:
+                self._limit = self._next_limit(page)
+            page = []  # not held while the next one is read
             page = await read(self.cursor)
 
     async def _replay_batched(self, page: list[LoggedEvent], per_frame: int) -> AsyncIterator[Any]:
         """One replay page as ``events`` frames of up to ``per_frame`` events."""
         matcher = self._spec.matcher
         by_sequence = self._spec.by_sequence
+        max_bytes = self._settings.frame_bytes
         pending: list[bytes] = []
+        size = 0
         for logged in page:
             cursor = self._cursor_of(logged)
             if cursor <= self.cursor:
                 continue
             if matcher.matches(logged.event):
-                pending.append(self._frames.event(logged, by_sequence))
+                encoded = self._frames.event(logged, by_sequence)
+                if pending and size + len(encoded) > max_bytes:
+                    yield encode_batch(pending)
+                    pending, size = [], 0
+                pending.append(encoded)
+                size += len(encoded)
                 if len(pending) == per_frame:
                     yield encode_batch(pending)
-                    pending = []
+                    pending, size = [], 0
             self.cursor = cursor
         if pending:
             yield encode_batch(pending)

@@ -78,7 +78,10 @@ class StateStream:
     async def frames(self) -> AsyncIterator[pb.WatchSessionStateResponse]:
         watched = self._spec.key
         subscription = self._broadcaster.subscribe(
-            app_route(watched.app_name), partial(concerns, watched), self._settings.buffer
+            app_route(watched.app_name),
+            partial(concerns, watched),
+            self._settings.buffer,
+            capacity_bytes=self._settings.buffer_bytes,
         )
         self._subscription = subscription
         try:

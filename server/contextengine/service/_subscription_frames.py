@@ -21,22 +21,37 @@ from contextengine.store import Change, LoggedEvent
 from contextengine.subscriptions.broadcaster import Batch
 from contextengine.v1 import subscription_service_pb2 as pb
 
+#: the bytes of encoded frames ``EventFrames`` keeps, whatever their number
+FRAMES_CACHE_BYTES = 32 * 1024 * 1024
+
 
 class EventFrames:
-    """Encoded ``SubscribeEventsResponse`` event frames, the most recent ones kept."""
+    """Encoded ``SubscribeEventsResponse`` event frames, the most recent ones kept: at most
+    ``capacity`` frames and ``capacity_bytes`` bytes (the newest frame is kept whatever its
+    size), so that large events do not make the cache large."""
 
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, capacity: int = 4096, capacity_bytes: int = FRAMES_CACHE_BYTES) -> None:
         self._capacity = capacity
+        self._capacity_bytes = capacity_bytes
+        self._bytes = 0
         self._frames: OrderedDict[tuple[int, bool], bytes] = OrderedDict()
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._bytes
 
     def event(self, logged: LoggedEvent, by_sequence: bool) -> bytes:
         cache_key = (logged.position, by_sequence)
-        frame = self._frames.get(cache_key)
+        frames = self._frames
+        frame = frames.get(cache_key)
         if frame is None:
             frame = encode_event(logged, by_sequence)
-            self._frames[cache_key] = frame
-            if len(self._frames) > self._capacity:
-                self._frames.popitem(last=False)
+            frames[cache_key] = frame
+            self._bytes += len(frame)
+            while len(frames) > 1 and (
+                len(frames) > self._capacity or self._bytes > self._capacity_bytes
+            ):
+                self._bytes -= len(frames.popitem(last=False)[1])
         return frame
 
 

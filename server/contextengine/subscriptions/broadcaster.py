@@ -4,9 +4,11 @@ The broadcaster is a commit listener of the store: it runs on the event loop rig
 commit, in commit order, and must never block the writer. So it only appends references to the
 committed changes to each interested subscriber's buffer (the changes themselves are shared, never
 copied per subscriber) and wakes the subscriber up. A subscriber whose buffer would exceed its
-capacity is not waited for: it is ended as *lagged* and removed at once, and its reader resumes
-from the store (see the subscription service). A buffer that is empty accepts a commit of any
-size, so one large atomic append never ends a subscriber that is keeping up.
+capacity, in changes or in bytes (the encoded size of the events it holds), is not waited for: it
+is ended as *lagged* and removed at once, and its reader resumes from the store (see the
+subscription service). So what a stalled subscriber pins in memory is bounded by its byte budget,
+whatever the size of the events. A buffer that is empty accepts a commit of any size, so one
+large atomic append never ends a subscriber that is keeping up.
 
 Subscribers are found by route: the session, the user (app and user id) or the app of a change.
 Each subscription has one route and a predicate that picks the changes it wants among those.
@@ -76,16 +78,34 @@ class SubscriptionEndedError(Exception):
         self.reason = reason
 
 
+def change_bytes(change: Change) -> int:
+    """What a buffered change costs, for byte budgets: the encoded size of its event (a session's
+    creation or deletion counts as nothing: it is small, and one per session)."""
+    return change.event.ByteSize() if isinstance(change, LoggedEvent) else 0
+
+
 class Batch(list[Change]):
     """The changes of one commit that a group of subscriptions accepted, in commit order; shared
     by every member of the group, so never modified. ``memo`` is for readers to cache what they
     derive from it (None until one does)."""
 
-    __slots__ = ("memo",)
+    __slots__ = ("_nbytes", "memo")
 
     def __init__(self, changes: Iterable[Change] = ()) -> None:
         super().__init__(changes)
         self.memo: Any = None
+        self._nbytes = -1
+
+    @property
+    def nbytes(self) -> int:
+        """The sum of ``change_bytes`` over the batch, computed once for the whole group."""
+        if self._nbytes < 0:
+            self._nbytes = sum(map(change_bytes, self))
+        return self._nbytes
+
+
+def _batch_bytes(batch: list[Change]) -> int:
+    return batch.nbytes if isinstance(batch, Batch) else sum(map(change_bytes, batch))
 
 
 class _Group:
@@ -120,9 +140,12 @@ class Subscription:
         record: _Route,
         group_key: Hashable,
         group: _Group,
+        capacity_bytes: int | None = None,
     ) -> None:
         self.route = route
         self.capacity = capacity
+        #: bytes of events (``change_bytes``) the buffer may hold; None: no byte budget
+        self.capacity_bytes = capacity_bytes
         #: takes its buffer only on a turn of the broadcaster's pacer
         self.paced = paced
         self.ended: EndReason | None = None
@@ -132,6 +155,9 @@ class Subscription:
         self._group = group
         self._batches: deque[list[Change]] = deque()
         self._buffered = 0
+        #: the buffered batches' bytes (kept only with a byte budget), parallel to ``_batches``
+        self._sizes: deque[int] = deque()
+        self._buffered_bytes = 0
         self._waiter: asyncio.Future[None] | None = None
         #: loop time at which ``next`` reports idleness, once nothing was returned since
         self._idle_at: float | None = None
@@ -148,6 +174,11 @@ class Subscription:
         return self._buffered
 
     @property
+    def buffered_bytes(self) -> int:
+        """Bytes of the events waiting in the buffer (0 without a byte budget)."""
+        return self._buffered_bytes
+
+    @property
     def last_seen(self) -> LoggedEvent | None:
         """The latest event routed to this subscription's route, whether accepted or not (it
         may predate the subscription: readers only compare it with what they have sent)."""
@@ -155,12 +186,19 @@ class Subscription:
 
     def offer(self, batch: list[Change]) -> None:
         """Adds one commit's accepted changes; never blocks. Ends the subscription as lagged when
-        the buffer is not empty and would exceed its capacity."""
+        the buffer is not empty and would exceed its capacity in changes or in bytes."""
         if self.ended is not None:
             return
         if self._batches and self._buffered + len(batch) > self.capacity:
             self.end(EndReason.LAGGED)
             return
+        if self.capacity_bytes is not None:
+            size = _batch_bytes(batch)
+            if self._batches and self._buffered_bytes + size > self.capacity_bytes:
+                self.end(EndReason.LAGGED)
+                return
+            self._sizes.append(size)
+            self._buffered_bytes += size
         self._batches.append(batch)
         self._buffered += len(batch)
         waiter = self._waiter
@@ -193,8 +231,7 @@ class Subscription:
             if self._batches:
                 if not self.paced or self._turn or (not self._queued and self._ask()):
                     self._turn = False
-                    batch = self._batches.popleft()
-                    self._buffered -= len(batch)
+                    batch = self._take()
                     self._idle_at = loop.time() + idle_seconds
                     return batch
             else:
@@ -217,13 +254,18 @@ class Subscription:
         turn of the ``next`` that just returned."""
         if self.ended is not None or not self._batches:
             return None
-        batch = self._batches.popleft()
-        self._buffered -= len(batch)
-        return batch
+        return self._take()
 
     def close(self) -> None:
         """Unregisters (the reader is done). Idempotent."""
         self._release()
+
+    def _take(self) -> list[Change]:
+        batch = self._batches.popleft()
+        self._buffered -= len(batch)
+        if self._sizes:
+            self._buffered_bytes -= self._sizes.popleft()
+        return batch
 
     def _ask(self) -> bool:
         """A turn now (True, and ``_turn`` is set), or queued for one (False)."""
@@ -246,6 +288,8 @@ class Subscription:
     def _release(self) -> None:
         self._batches.clear()
         self._buffered = 0
+        self._sizes.clear()
+        self._buffered_bytes = 0
         self._queued = False
         if self._timer is not None:
             self._timer.cancel()
@@ -301,11 +345,13 @@ class Broadcaster:
         accept: Accept,
         capacity: int,
         *,
+        capacity_bytes: int | None = None,
         group: Hashable | None = None,
         paced: bool = False,
     ) -> Subscription:
         """Registers a subscription: from now on every committed change on ``route`` for which
-        ``accept`` is true is buffered for it. Subscriptions of a route with the same ``group``
+        ``accept`` is true is buffered for it, up to ``capacity`` changes and ``capacity_bytes``
+        bytes of events (None: no byte budget) before it ends as lagged. Subscriptions of a route with the same ``group``
         (not None) must accept the same changes: the predicate of the first one serves them all.
         ``paced``: the reader takes the buffer only on a turn of ``pacer`` (see ``next``).
         Raises SHUTTING_DOWN once ``shutdown`` began."""
@@ -313,6 +359,8 @@ class Broadcaster:
             raise ContextEngineError("SHUTTING_DOWN", "the server is shutting down")
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
+        if capacity_bytes is not None and capacity_bytes < 1:
+            raise ValueError("capacity_bytes must be at least 1")
         record = self._routes.get(route)
         if record is None:
             record = self._routes[route] = _Route()
@@ -320,7 +368,9 @@ class Broadcaster:
         members = record.groups.get(key)
         if members is None:
             members = record.groups[key] = _Group(accept)
-        subscription = Subscription(self, route, capacity, paced, record, key, members)
+        subscription = Subscription(
+            self, route, capacity, paced, record, key, members, capacity_bytes
+        )
         members.members[subscription] = None
         self._count += 1
         if paced:

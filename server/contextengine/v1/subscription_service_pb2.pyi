@@ -16,7 +16,9 @@ Cursors:
   possible, e.g. after a session is deleted), carried on every frame as `position` and, as a
   string, as `cursor`. Pass the last `cursor` back as `after_cursor`; "" = from the beginning.
 
-Backpressure: each subscriber has a bounded buffer; appends never wait for subscribers. A
+Backpressure: each subscriber has a buffer bounded in events (1024 by default) and in bytes of
+events (32 MiB by default, `serve --subscriber-buffer-bytes`), so a stalled subscriber costs
+the server at most that however large the events are; appends never wait for subscribers. A
 subscriber that falls behind by more than its buffer is ended with RESOURCE_EXHAUSTED and an
 ErrorInfo reason SUBSCRIBER_LAGGED whose metadata holds `cursor` (the last delivered cursor);
 resubscribing from it replays the missed events from the store, so nothing is ever skipped.
@@ -148,7 +150,8 @@ class SubscribeEventsRequest(_message.Message):
     """The most events one frame may carry. 0 or 1: every event is its own `event` frame, sent as
     soon as it is recorded (the default of the protocol; the Python client asks for 256 and
     splits the frames). N > 1: the events ready to be sent together (a page of the replay, or
-    live what was recorded since the previous frame) go in `events` frames of up to N. Live, an
+    live what was recorded since the previous frame) go in `events` frames of up to N, and of
+    about 4 MiB at most (a frame holds at least one event, whatever its size). Live, an
     event is sent at once while the server has room, as a frame of one if it is alone; when it
     is busy (many subscribers, events coming fast) it spaces the frames of such subscribers out,
     up to the server's hold apart (50 ms unless `serve --subscription-max-hold-ms` says
@@ -238,8 +241,9 @@ Global___SubscribeEventsResponse: _TypeAlias = SubscribeEventsResponse  # noqa: 
 class SubscribedEventBatch(_message.Message):
     """Consecutive events of a subscription, in delivery order: the same events, in the same order,
     as the `event` frames that would otherwise have been sent. Never empty, never more than the
-    request's `max_events_per_frame`. The cursor to resume from after this frame is the cursor of
-    its last event: the events of a frame are delivered, and resumed past, together.
+    request's `max_events_per_frame`, and no larger than about 4 MiB unless its one event is. The
+    cursor to resume from after this frame is the cursor of its last event: the events of a frame
+    are delivered, and resumed past, together.
     """
 
     DESCRIPTOR: _descriptor.Descriptor

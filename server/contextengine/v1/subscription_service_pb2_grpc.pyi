@@ -16,7 +16,9 @@ Cursors:
   possible, e.g. after a session is deleted), carried on every frame as `position` and, as a
   string, as `cursor`. Pass the last `cursor` back as `after_cursor`; "" = from the beginning.
 
-Backpressure: each subscriber has a bounded buffer; appends never wait for subscribers. A
+Backpressure: each subscriber has a buffer bounded in events (1024 by default) and in bytes of
+events (32 MiB by default, `serve --subscriber-buffer-bytes`), so a stalled subscriber costs
+the server at most that however large the events are; appends never wait for subscribers. A
 subscriber that falls behind by more than its buffer is ended with RESOURCE_EXHAUSTED and an
 ErrorInfo reason SUBSCRIBER_LAGGED whose metadata holds `cursor` (the last delivered cursor);
 resubscribing from it replays the missed events from the store, so nothing is ever skipped.
