@@ -12,6 +12,7 @@ from pathlib import Path
 from contextengine import __version__
 from contextengine.demo import add_arguments as add_demo_arguments, main as run_demo_command
 from contextengine.server import DEFAULT_DB, DEFAULT_LISTEN, ServerSettings, serve
+from contextengine.store.sqlite import DatabaseLockedError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -154,5 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
     )
-    asyncio.run(serve(settings, port_file=args.port_file))
+    try:
+        asyncio.run(serve(settings, port_file=args.port_file))
+    except DatabaseLockedError as error:
+        # Another sidecar serves this file (``make run`` twice, two replicas on one volume).
+        logging.getLogger("contextengine.server").error("not started: %s", error)
+        return 1
     return 0

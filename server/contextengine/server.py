@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -16,6 +17,7 @@ from grpc_reflection.v1alpha import reflection
 
 from contextengine.cache.compaction_policy import CacheAwarePolicy
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
+from contextengine.errors import ContextEngineError
 from contextengine.memory import FtsMode, open_memory_index
 from contextengine.memory.service import MemoryService
 from contextengine.service._app_configs import AppConfigs
@@ -172,6 +174,12 @@ class ContextEngineServer:
         )
         self._port = 0
         self._stopped = False
+        #: the health every service should have (NOT_SERVING while the store cannot write) and
+        #: the one last set; ``_health_task`` brings the second to the first
+        self._health_wanted = health_pb2.HealthCheckResponse.SERVING
+        self._health_set: int | None = None
+        self._health_task: asyncio.Task[None] | None = None
+        self._unwatch_storage: Callable[[], None] | None = None
 
     @property
     def port(self) -> int:
@@ -260,9 +268,31 @@ class ContextEngineServer:
             self._port = 0
         await server.start()
         self._server = server
-        for name in ["", *names]:
-            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._watch_storage()
+        await self._apply_health()
         _LOG.info("serving on %s (db=%s)", self.target, self.settings.db)
+
+    def _watch_storage(self) -> None:
+        """Health follows whether the store can write: NOT_SERVING while it cannot."""
+        from contextengine.store.sqlite import SqliteStore
+
+        if isinstance(self.store, SqliteStore):
+            self._unwatch_storage = self.store.add_storage_listener(self._storage_changed)
+            self._health_wanted = _health_of(self.store.storage_problem)
+
+    def _storage_changed(self, problem: ContextEngineError | None) -> None:
+        self._health_wanted = _health_of(problem)
+        if self._health_task is None or self._health_task.done():
+            self._health_task = asyncio.get_running_loop().create_task(
+                self._apply_health(), name="health-follows-storage"
+            )
+
+    async def _apply_health(self) -> None:
+        while not self._stopped and self._health_set != self._health_wanted:
+            status = self._health_wanted
+            for name in ["", *(svc.full_name for svc in SERVICES)]:
+                await self._health.set(name, status)
+            self._health_set = status
 
     async def stop(self, grace: float | None = None) -> None:
         """Graceful shutdown: health goes NOT_SERVING, open subscription streams end with
@@ -272,6 +302,10 @@ class ContextEngineServer:
         if self._stopped:
             return
         self._stopped = True
+        if self._unwatch_storage is not None:
+            self._unwatch_storage()
+        if self._health_task is not None:
+            await self._health_task
         await self._health.enter_graceful_shutdown()
         seconds = self.settings.grace_seconds if grace is None else grace
         # Streams never finish by themselves: end them first, or grpc would wait out the grace
@@ -293,6 +327,14 @@ class ContextEngineServer:
     async def wait_for_termination(self) -> None:
         if self._server is not None:
             await self._server.wait_for_termination()
+
+
+def _health_of(
+    problem: ContextEngineError | None,
+) -> health_pb2.HealthCheckResponse.ServingStatus.ValueType:
+    if problem is None:
+        return health_pb2.HealthCheckResponse.SERVING
+    return health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 async def serve(settings: ServerSettings, port_file: Path | None = None) -> None:

@@ -30,8 +30,18 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 class Sidecar:
     """``contextengine serve`` on ``db`` as a child process; ``args`` are extra flags."""
 
-    def __init__(self, workdir: Path, db: Path, name: str, args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        db: Path,
+        name: str,
+        args: Sequence[str] = (),
+        *,
+        cwd: Path | None = None,
+    ) -> None:
+        """``cwd``: the process's working directory (``db`` may be relative to it)."""
         self.db = db
+        self.cwd = cwd
         self.port_file = workdir / f"{name}.port"
         self.log_file = workdir / f"{name}.log"
         self.args = tuple(args)
@@ -51,12 +61,16 @@ class Sidecar:
             "--listen",
             "127.0.0.1:0",
             "--port-file",
-            str(self.port_file),
+            str(self.port_file.absolute()),
             *self.args,
         ]
         with self.log_file.open("wb") as log:
             return subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.cwd,
             )
 
     @property

@@ -13,12 +13,23 @@ before any caller runs again.
 
 The writer is the only writer of the file, so it keeps each session's row id and last sequence in
 memory (``SessionCache``), read from the database only on a miss.
+
+Storage failures (the disk is full, the file is read-only or gives I/O errors) fail the batch's
+operations with STORAGE_FULL / STORAGE_UNAVAILABLE instead of a bare SQLite error. Nothing is
+committed then, so nothing acknowledged is lost. The writer tells ``on_storage`` when the store
+stops being writable and when it is writable again: while it is not, it tries a one-page probe
+write every ``probe_seconds`` (idle or not), and only a probe that commits says it is writable
+again (a batch of operations that failed by themselves commits nothing and proves nothing). After
+a full disk the probe also wants ``RECOVERY_FREE_BYTES`` free on the file system: a nearly full
+disk lets small writes through (into the WAL's slack) while larger ones fail, and health would
+flap between the two.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -121,6 +132,68 @@ class WriteTx:
 
 WriteOp = Callable[[WriteTx], Any]
 
+#: SQLite's primary result codes of a store that cannot write (``sqlite_errorcode & 0xFF``)
+_SQLITE_FULL = 13
+_UNWRITABLE = {
+    10: "I/O error",  # SQLITE_IOERR (and its extended codes)
+    8: "the database is read-only",  # SQLITE_READONLY
+    14: "the database file cannot be opened",  # SQLITE_CANTOPEN
+    5: "the database file is locked",  # SQLITE_BUSY (past the busy timeout)
+    15: "the file system's locking failed",  # SQLITE_PROTOCOL
+}
+
+
+def storage_error(error: BaseException) -> ContextEngineError | None:
+    """STORAGE_FULL or STORAGE_UNAVAILABLE for a SQLite error that says the store cannot write
+    (its ``sqlite_error`` metadata is SQLite's name for it), else None."""
+    if not isinstance(error, sqlite3.Error):
+        return None
+    code = getattr(error, "sqlite_errorcode", None)
+    name = str(getattr(error, "sqlite_errorname", "") or "")
+    if not isinstance(code, int):
+        return None
+    if code & 0xFF == _SQLITE_FULL:
+        return ContextEngineError(
+            "STORAGE_FULL",
+            "the disk holding the database is full: nothing was written (acknowledged events "
+            "are safe); writes succeed again once space is freed",
+            sqlite_error=name or "SQLITE_FULL",
+        )
+    what = _UNWRITABLE.get(code & 0xFF)
+    if what is None:
+        return None
+    return ContextEngineError(
+        "STORAGE_UNAVAILABLE",
+        f"the database cannot be written ({what}): nothing was written (acknowledged events "
+        "are safe); retry later",
+        sqlite_error=name or str(code),
+    )
+
+
+#: free bytes a file system needs, after it was full, for the store to count as writable again:
+#: a WAL's worth between two automatic checkpoints (1000 pages of 4 KiB)
+RECOVERY_FREE_BYTES = 4 * 1024 * 1024
+
+
+class _StillFullError(Exception):
+    """The probe committed, but the disk has too little room to call it recovered."""
+
+
+def _probe(db: sqlite3.Connection, free_bytes: Callable[[], int] | None) -> None:
+    """The smallest real write: the database header's user_version (unused by the store) set to
+    itself, which commits one page to the WAL; then, after a full disk, the room left."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        db.execute(f"PRAGMA user_version = {int(version)}")
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    if free_bytes is not None and free_bytes() < RECOVERY_FREE_BYTES:
+        raise _StillFullError
+
 
 @dataclass(frozen=True)
 class _Failed:
@@ -187,9 +260,20 @@ class BatchWriter:
         max_batch: int = 256,
         cache_size: int = 100_000,
         on_commit: Callable[[Sequence[Change]], None] | None = None,
+        on_storage: Callable[[ContextEngineError | None], None] | None = None,
+        probe_seconds: float = 1.0,
+        free_bytes: Callable[[], int] | None = None,
     ) -> None:
+        """``free_bytes``: the room left on the database's file system (checked by the probe
+        after a full disk)."""
         self._conn = conn
         self._on_commit = on_commit
+        self._on_storage = on_storage
+        self._probe_seconds = probe_seconds
+        self._free_bytes = free_bytes
+        #: why the store cannot write, while it cannot
+        self.storage_problem: ContextEngineError | None = None
+        self._next_probe = 0.0
         self._max_batch = max_batch
         self._cache = SessionCache(cache_size)
         self._queue: list[tuple[WriteOp, asyncio.Future[Any]]] = []
@@ -224,13 +308,52 @@ class BatchWriter:
         finally:
             await self._conn.close()
 
+    def _storage_failed(self, problem: ContextEngineError) -> None:
+        self._next_probe = time.monotonic() + self._probe_seconds
+        if self.storage_problem is None:
+            self.storage_problem = problem
+            if self._on_storage is not None:
+                self._on_storage(problem)
+
+    async def _try_probe(self) -> None:
+        """While the store cannot write: the probe write, when it is due."""
+        if time.monotonic() < self._next_probe:
+            return
+        problem = self.storage_problem
+        full = problem is not None and problem.reason == "STORAGE_FULL"
+        try:
+            await run(self._conn, partial(_probe, free_bytes=self._free_bytes if full else None))
+        except _StillFullError:
+            self._next_probe = time.monotonic() + self._probe_seconds
+            return
+        except Exception as error:
+            self._storage_failed(storage_error(error) or _unknown_storage_error(error))
+            return
+        self.storage_problem = None
+        if self._on_storage is not None:
+            self._on_storage(None)
+
+    async def _idle(self) -> None:
+        """Waits for work; while the store cannot write, no longer than until the next probe."""
+        self._wakeup.clear()
+        if self.storage_problem is None:
+            await self._wakeup.wait()
+            return
+        wait = max(self._next_probe - time.monotonic(), 0.0)
+        try:
+            async with asyncio.timeout(wait):
+                await self._wakeup.wait()
+        except TimeoutError:
+            pass
+
     async def _drain(self) -> None:
         while True:
+            if self.storage_problem is not None and not self._closing:
+                await self._try_probe()
             if not self._queue:
                 if self._closing:
                     return
-                self._wakeup.clear()
-                await self._wakeup.wait()
+                await self._idle()
                 continue
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
@@ -238,9 +361,12 @@ class BatchWriter:
             try:
                 results = await run(self._conn, partial(run_batch, cache=self._cache, ops=ops))
             except Exception as error:
+                problem = storage_error(error)
+                if problem is not None:
+                    self._storage_failed(problem)
                 for _, future in batch:
                     if not future.done():
-                        future.set_exception(error)
+                        future.set_exception(problem or error)
                 continue
             except BaseException:
                 # The writer itself is cancelled: the batch's outcome is unknown, and nothing
@@ -251,11 +377,14 @@ class BatchWriter:
                 self._queue.clear()
                 raise
             for (_, future), result in zip(batch, results, strict=True):
-                if future.done():  # the caller gave up waiting
-                    continue
                 if isinstance(result, _Failed):
-                    future.set_exception(result.error)
-                else:
+                    # A statement that failed for lack of space without ending the transaction.
+                    problem = storage_error(result.error)
+                    if problem is not None:
+                        self._storage_failed(problem)
+                    if not future.done():  # else the caller gave up waiting
+                        future.set_exception(problem or result.error)
+                elif not future.done():
                     future.set_result(result.result)
             # Resolving a future only schedules its caller, which cannot run before this
             # synchronous block ends: the listeners still hear of the commit before anyone else
@@ -270,3 +399,11 @@ class BatchWriter:
                         for change in result.changes
                     ]
                 )
+
+
+def _unknown_storage_error(error: Exception) -> ContextEngineError:
+    return ContextEngineError(
+        "STORAGE_UNAVAILABLE",
+        f"the database cannot be written ({type(error).__name__}); retry later",
+        sqlite_error=type(error).__name__,
+    )

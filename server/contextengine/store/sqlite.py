@@ -4,11 +4,17 @@ One writer connection commits batches of concurrent writes (``_sqlite_writer``);
 connection serves reads from committed snapshots. ``durability="normal"`` (``synchronous=NORMAL``)
 keeps every acknowledged write across a crash of the process (kill -9); ``"full"``
 (``synchronous=FULL``) also across a crash of the machine, at the cost of an fsync per commit.
+
+One process at a time: ``open`` takes an exclusive lock on ``<db>.lock`` (``_sqlite_lock``) and
+fails with ``DatabaseLockedError`` while another process holds it. When the file cannot be
+written (disk full, I/O errors) writes fail with STORAGE_FULL / STORAGE_UNAVAILABLE, one ERROR
+line is logged, and the storage listeners hear of it, and hear again when a write succeeds.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import sqlite3
 import time
@@ -34,10 +40,18 @@ from contextengine.store._base import (
 from contextengine.store._listeners import CommitListeners
 from contextengine.store._migrations import load_migrations, migrate, schema_version
 from contextengine.store._sqlite_conn import ConnectionSettings, Durability, connect, run, settings
-from contextengine.store._sqlite_writer import BatchWriter, WriteTx
+from contextengine.store._sqlite_lock import DatabaseLock, DatabaseLockedError
+from contextengine.store._sqlite_writer import BatchWriter, WriteTx, storage_error
 from contextengine.v1 import config_pb2, event_pb2
 
 T = TypeVar("T")
+
+__all__ = ["DatabaseLockedError", "SqliteDiagnostics", "SqliteStore", "StorageListener"]
+
+_LOG = logging.getLogger("contextengine.store")
+
+#: told why the store cannot write (None: it can again); called on the event loop
+StorageListener = Callable[[ContextEngineError | None], None]
 
 
 @dataclass(frozen=True)
@@ -57,7 +71,12 @@ class SqliteStore:
         durability: Durability = "normal",
         clock: Callable[[], float] = time.time,
         max_batch: int = 256,
+        probe_seconds: float = 1.0,
+        free_bytes: Callable[[], int] | None = None,
     ) -> None:
+        """``probe_seconds``: while the file cannot be written, how often a probe write checks
+        whether it can again; ``free_bytes``: the room left on the file's file system (the
+        default asks the file system; tests simulate a full disk with it)."""
         if os.fspath(path) in ("", ":memory:"):
             raise ValueError("SqliteStore needs a file: its reader and writer share it")
         if durability not in get_args(Durability):
@@ -69,20 +88,38 @@ class SqliteStore:
         self._writer: BatchWriter | None = None
         self._reader: aiosqlite.Connection | None = None
         self._listeners = CommitListeners()
+        self._probe_seconds = probe_seconds
+        self._free_bytes = free_bytes or self._file_system_free_bytes
+        self._storage_listeners: list[StorageListener] = []
+        self._lock = DatabaseLock(path)
         self._closed = False
 
     async def open(self) -> None:
+        """Opens (and migrates) the file; ``DatabaseLockedError`` while another process (or
+        another open store) has it."""
         if self._writer is not None:
             return
-        conn = await connect(self._path, durability=self._durability, read_only=False)
+        self._lock.acquire()
         try:
-            await run(conn, partial(migrate, migrations=load_migrations()))
-            self._reader = await connect(self._path, durability=self._durability, read_only=True)
+            conn = await connect(self._path, durability=self._durability, read_only=False)
+            try:
+                await run(conn, partial(migrate, migrations=load_migrations()))
+                self._reader = await connect(
+                    self._path, durability=self._durability, read_only=True
+                )
+            except BaseException:
+                await conn.close()
+                raise
         except BaseException:
-            await conn.close()
+            self._lock.release()
             raise
         self._writer = BatchWriter(
-            conn, max_batch=self._max_batch, on_commit=self._listeners.notify
+            conn,
+            max_batch=self._max_batch,
+            on_commit=self._listeners.notify,
+            on_storage=self._storage_changed,
+            probe_seconds=self._probe_seconds,
+            free_bytes=self._free_bytes,
         )
         self._writer.start()
         self._closed = False
@@ -95,8 +132,50 @@ class SqliteStore:
             if writer is not None:
                 await writer.close()
         finally:
-            if reader is not None:
-                await reader.close()
+            try:
+                if reader is not None:
+                    await reader.close()
+            finally:
+                if writer is not None:
+                    self._lock.release()
+
+    @property
+    def lock_path(self) -> str:
+        """The lock file held while the store is open."""
+        return self._lock.path
+
+    @property
+    def storage_problem(self) -> ContextEngineError | None:
+        """Why the store cannot write (STORAGE_FULL / STORAGE_UNAVAILABLE), or None."""
+        return None if self._writer is None else self._writer.storage_problem
+
+    def add_storage_listener(self, listener: StorageListener) -> Callable[[], None]:
+        """Calls ``listener`` (on the event loop) with the problem when the store stops being
+        writable and with None when it is writable again; returns a function removing it."""
+        self._storage_listeners.append(listener)
+        return lambda: self._storage_listeners.remove(listener)
+
+    def _file_system_free_bytes(self) -> int:
+        stat = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        return stat.f_bavail * stat.f_frsize
+
+    def _storage_changed(self, problem: ContextEngineError | None) -> None:
+        if problem is not None:
+            _LOG.error(
+                "storage: %s cannot be written (%s, %s): writes fail with %s / %s and health is "
+                "NOT_SERVING until a probe write succeeds (every %.0f s); acknowledged events "
+                "are safe and reads go on",
+                self.path,
+                problem.metadata.get("sqlite_error", "?"),
+                "the disk is full" if problem.reason == "STORAGE_FULL" else problem.message,
+                problem.code.value,
+                problem.reason,
+                self._probe_seconds,
+            )
+        else:
+            _LOG.warning("storage: %s can be written again; health is SERVING", self.path)
+        for listener in list(self._storage_listeners):
+            listener(problem)
 
     @property
     def path(self) -> str:
@@ -244,7 +323,13 @@ class SqliteStore:
     async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
         if self._reader is None:
             raise _not_open(self._closed)
-        return await run(self._reader, query)
+        try:
+            return await run(self._reader, query)
+        except sqlite3.Error as error:
+            problem = storage_error(error)
+            if problem is None:
+                raise
+            raise problem from error
 
 
 def _not_open(closed: bool) -> Exception:

@@ -105,15 +105,36 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     `current_last_sequence`. Re-read the session and retry.
     """
     ERROR_REASON_REQUEST_TOO_LARGE: _ErrorReason.ValueType  # 50
-    """RESOURCE_EXHAUSTED: the request is larger than the server's limit. Metadata: `limit_bytes`,
-    `request_bytes`.
+    """RESOURCE_EXHAUSTED: the request is larger than the server's limit (`serve
+    --max-request-bytes`, 4 MiB by default). Metadata: `limit_bytes`, `request_bytes`.
+    Requests up to twice the limit are read and answered with this reason. Beyond that the gRPC
+    transport refuses the message from its length prefix, before reading its body (so that no
+    client can make the server buffer more than twice the limit per request): the status is
+    RESOURCE_EXHAUSTED from gRPC itself, with the message "Received message larger than max
+    (<request bytes> vs. <twice the limit>)" and no ErrorInfo. Clients should treat
+    RESOURCE_EXHAUSTED without ErrorInfo as this reason.
     """
     ERROR_REASON_SUBSCRIBER_LAGGED: _ErrorReason.ValueType  # 51
     """RESOURCE_EXHAUSTED: a subscriber fell further behind than its buffer allows. Metadata:
     `cursor` (the last cursor delivered); resubscribe from it to receive the rest from the store.
     """
+    ERROR_REASON_STORAGE_FULL: _ErrorReason.ValueType  # 52
+    """RESOURCE_EXHAUSTED: the disk holding the database is full. Nothing of the request was
+    written and every acknowledged event is safe; reads keep working. Writes succeed again
+    once space is freed, without a restart. While writes fail the server's health is
+    NOT_SERVING (it probes the disk every second) and it logs an ERROR line once. Metadata:
+    `sqlite_error` (SQLite's result code name, for example "SQLITE_FULL"). RESOURCE_EXHAUSTED,
+    as gRPC defines it for a full file system: retrying at once does not help.
+    """
     ERROR_REASON_SHUTTING_DOWN: _ErrorReason.ValueType  # 60
     """UNAVAILABLE: the server is shutting down; retry against another instance."""
+    ERROR_REASON_STORAGE_UNAVAILABLE: _ErrorReason.ValueType  # 61
+    """UNAVAILABLE: the database cannot be read or written for another reason than a full disk
+    (an I/O error, a read-only file or file system, a file locked past the busy timeout).
+    Nothing of the request was written; every acknowledged event is safe. Health is NOT_SERVING
+    while writes fail, SERVING again once a write succeeds. Metadata: `sqlite_error`. A retry
+    (with backoff) may succeed: the condition can be transient.
+    """
     ERROR_REASON_INTERNAL: _ErrorReason.ValueType  # 70
     """INTERNAL: an unexpected server error. Nothing acknowledged is lost; the request may be retried."""
 
@@ -197,15 +218,36 @@ ERROR_REASON_SEQUENCE_MISMATCH: ErrorReason.ValueType  # 40
 `current_last_sequence`. Re-read the session and retry.
 """
 ERROR_REASON_REQUEST_TOO_LARGE: ErrorReason.ValueType  # 50
-"""RESOURCE_EXHAUSTED: the request is larger than the server's limit. Metadata: `limit_bytes`,
-`request_bytes`.
+"""RESOURCE_EXHAUSTED: the request is larger than the server's limit (`serve
+--max-request-bytes`, 4 MiB by default). Metadata: `limit_bytes`, `request_bytes`.
+Requests up to twice the limit are read and answered with this reason. Beyond that the gRPC
+transport refuses the message from its length prefix, before reading its body (so that no
+client can make the server buffer more than twice the limit per request): the status is
+RESOURCE_EXHAUSTED from gRPC itself, with the message "Received message larger than max
+(<request bytes> vs. <twice the limit>)" and no ErrorInfo. Clients should treat
+RESOURCE_EXHAUSTED without ErrorInfo as this reason.
 """
 ERROR_REASON_SUBSCRIBER_LAGGED: ErrorReason.ValueType  # 51
 """RESOURCE_EXHAUSTED: a subscriber fell further behind than its buffer allows. Metadata:
 `cursor` (the last cursor delivered); resubscribe from it to receive the rest from the store.
 """
+ERROR_REASON_STORAGE_FULL: ErrorReason.ValueType  # 52
+"""RESOURCE_EXHAUSTED: the disk holding the database is full. Nothing of the request was
+written and every acknowledged event is safe; reads keep working. Writes succeed again
+once space is freed, without a restart. While writes fail the server's health is
+NOT_SERVING (it probes the disk every second) and it logs an ERROR line once. Metadata:
+`sqlite_error` (SQLite's result code name, for example "SQLITE_FULL"). RESOURCE_EXHAUSTED,
+as gRPC defines it for a full file system: retrying at once does not help.
+"""
 ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 60
 """UNAVAILABLE: the server is shutting down; retry against another instance."""
+ERROR_REASON_STORAGE_UNAVAILABLE: ErrorReason.ValueType  # 61
+"""UNAVAILABLE: the database cannot be read or written for another reason than a full disk
+(an I/O error, a read-only file or file system, a file locked past the busy timeout).
+Nothing of the request was written; every acknowledged event is safe. Health is NOT_SERVING
+while writes fail, SERVING again once a write succeeds. Metadata: `sqlite_error`. A retry
+(with backoff) may succeed: the condition can be transient.
+"""
 ERROR_REASON_INTERNAL: ErrorReason.ValueType  # 70
 """INTERNAL: an unexpected server error. Nothing acknowledged is lost; the request may be retried."""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
