@@ -64,14 +64,15 @@ check-gen: $(DEV_STAMP)
 
 lint: $(DEV_STAMP)
 	$(BIN)/buf lint
-	$(BIN)/ruff check server tests bench scripts clients/conformance
-	$(BIN)/ruff format --check server tests bench scripts clients/conformance
+	$(BIN)/ruff check server tests bench scripts clients/conformance examples
+	$(BIN)/ruff format --check server tests bench scripts clients/conformance examples
 	$(BIN)/mypy
 	$(BIN)/mypy clients/conformance/python_runner.py scripts/with_server.py
+	$(BIN)/mypy examples/python
 
 fmt: $(DEV_STAMP)
-	$(BIN)/ruff check --fix server tests bench scripts clients/conformance
-	$(BIN)/ruff format server tests bench scripts clients/conformance
+	$(BIN)/ruff check --fix server tests bench scripts clients/conformance examples
+	$(BIN)/ruff format server tests bench scripts clients/conformance examples
 
 pytest: $(DEV_STAMP) tools
 	PATH="$(TOOLS):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)

@@ -1,4 +1,5 @@
-"""The README's examples run: the grpcurl walk-through and the Python snippet."""
+"""The README's grpcurl walk-through runs against a real server (its Python blocks are the
+scripts in examples/python/: tests/docs/test_examples.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import asyncio
 import re
 import shutil
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -63,45 +63,3 @@ async def test_grpcurl_walkthrough(tmp_path: Path) -> None:
     assert '"sequence": "2"' in listed_events.stdout
     assert "NotFound" in missing.stderr
     assert "SESSION_NOT_FOUND" in missing.stderr
-
-
-async def _run_python_block(heading: str, db: str = ":memory:") -> None:
-    """Runs the first Python block after ``heading`` against a real server."""
-    text = README.read_text()
-    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```python\n(.*?)```", section, re.S)
-    assert block is not None
-    async with start_local_server(db) as server:
-        code = block.group(1).replace(DEFAULT_ADDRESS, server.target)
-        body = textwrap.indent(code, "    ")
-        namespace: dict[str, object] = {}
-        exec(f"async def _example():\n{body}", namespace)  # the README's own code
-        await namespace["_example"]()  # type: ignore[operator]
-
-
-async def test_python_example() -> None:
-    await _run_python_block("Using it from Python")
-
-
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
-async def test_subscriptions_example(backend: str, tmp_path: Path) -> None:
-    await _run_python_block(
-        "Subscriptions", ":memory:" if backend == "memory" else str(tmp_path / "ce.db")
-    )
-
-
-async def test_context_example() -> None:
-    await _run_python_block("Building the model context")
-
-
-async def test_compaction_example() -> None:
-    await _run_python_block("Compaction")
-
-
-async def test_prompt_caching_example() -> None:
-    await _run_python_block("Prompt caching")
-
-
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
-async def test_memory_example(backend: str, tmp_path: Path) -> None:
-    await _run_python_block("Memory", ":memory:" if backend == "memory" else str(tmp_path / "m.db"))
