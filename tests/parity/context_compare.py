@@ -11,10 +11,20 @@
   ``contextengine.core.context.build_contents`` directly; the ``grpc`` engine (``grpc_engine``)
   appends the events to a fresh session of a real sidecar and calls ``BuildContext``.
 
+Every engine is also judged *as the log grows* (:data:`GrowFn`): the events are given one at a
+time and, after every one, the engine answers for every view, and each answer must equal ADK's
+on that prefix. ``pure`` answers twice per step, from its incremental view
+(``core.context.incremental.materialize``, extended step by step as the service does) and from a
+fresh build; ``grpc`` appends each event to one session (one AppendEvents per event) and calls
+BuildContext for every view after each append, so the service's cached views are extended as in
+a running agent. The contexts built before every model call are what a model sees, not only the
+final one.
+
 Adding an engine: write one blocking function with the :data:`EngineFn` signature and append
 ``Engine("<name>", <function>)`` to :data:`ENGINES`; every differential test is parametrized over
 that tuple, so nothing else changes. An engine is called once per view with the whole session;
-it must not modify the events it is given. If it needs the ADK JSON instead of protos,
+it must not modify the events it is given. Without a ``grow`` function, it is judged as the log
+grows by calling it on every prefix. If it needs the ADK JSON instead of protos,
 ``contextengine.adk_json.event_to_adk_json`` turns the events back.
 
 Comparison: ADK's ``content.model_dump(mode='json', exclude_none=True)`` against
@@ -28,8 +38,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from google.adk.events.event import Event
@@ -42,6 +53,8 @@ from google.genai import types
 from google.protobuf import json_format
 
 from contextengine.core.context import ContextOptions, IncludeContents, build_contents
+from contextengine.core.context.incremental import View as IncrementalView, materialize
+from contextengine.core.tokens import CharsPerFourCounter
 from contextengine.v1 import content_pb2, event_pb2
 
 from .context_strategies import T0, View
@@ -50,13 +63,17 @@ __all__ = [
     "ENGINES",
     "Engine",
     "EngineFn",
+    "GrowFn",
     "Outcome",
     "adk_contents",
     "describe_contents",
     "describe_events",
     "describe_view",
+    "grow",
     "normalise",
     "options_for",
+    "outcome_of",
+    "outcome_of_call",
     "to_proto_events",
 ]
 
@@ -73,12 +90,24 @@ def _has_authors(events: Sequence[event_pb2.Event]) -> bool:
     return all(event.author for event in events)
 
 
+#: One answer of an engine for one view at one step: how it was obtained, and what it was.
+Answer = tuple[str, "Outcome"]
+
+#: An engine as the log grows: given the session's events and the views' options, it yields,
+#: after appending each event (in order, one per step), for every view, one or more answers.
+GrowFn = Callable[
+    [Sequence[event_pb2.Event], Sequence[ContextOptions]], Iterator[list[list[Answer]]]
+]
+
+
 @dataclass(frozen=True)
 class Engine:
     name: str
     build: EngineFn
     #: whether the engine's input contract admits the session (else it is not compared)
     accepts: Callable[[Sequence[event_pb2.Event]], bool] = _accepts_everything
+    #: how it answers as the log grows (None: ``build`` on every prefix)
+    grow: GrowFn | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -88,14 +117,63 @@ def _pure(events: Sequence[event_pb2.Event], options: ContextOptions) -> list[co
     return list(build_contents(list(events), options))
 
 
+_COUNTER = CharsPerFourCounter()
+
+
+def _pure_grow(
+    events: Sequence[event_pb2.Event], options: Sequence[ContextOptions]
+) -> Iterator[list[list[Answer]]]:
+    """Per step and view: the incremental view (extended from the previous step's, as the
+    service does) and a fresh build of the prefix."""
+    previous: list[IncrementalView | None] = [None] * len(options)
+    for step in range(1, len(events) + 1):
+        prefix = list(events[:step])
+        answers: list[list[Answer]] = []
+        for index, view_options in enumerate(options):
+            try:
+                view = materialize(prefix, view_options, _COUNTER, previous[index])
+            except Exception as exc:
+                previous[index] = None
+                incremental = Outcome(error=f"{type(exc).__name__}: {exc}")
+            else:
+                previous[index] = view
+                incremental = outcome_of(view.contents)
+            fresh = outcome_of_call(partial(build_contents, prefix, view_options))
+            answers.append([("incremental", incremental), ("fresh", fresh)])
+        yield answers
+
+
 def _grpc(events: Sequence[event_pb2.Event], options: ContextOptions) -> list[content_pb2.Content]:
     from .grpc_engine import build_over_grpc
 
     return build_over_grpc(events, options)
 
 
+def _grpc_grow(
+    events: Sequence[event_pb2.Event], options: Sequence[ContextOptions]
+) -> Iterator[list[list[Answer]]]:
+    from .grpc_engine import grow_over_grpc
+
+    yield from grow_over_grpc(events, options)
+
+
 #: Every engine the differential tests check against ADK.
-ENGINES: tuple[Engine, ...] = (Engine("pure", _pure), Engine("grpc", _grpc, _has_authors))
+ENGINES: tuple[Engine, ...] = (
+    Engine("pure", _pure, grow=_pure_grow),
+    Engine("grpc", _grpc, _has_authors, grow=_grpc_grow),
+)
+
+
+def grow(
+    engine: Engine, events: Sequence[event_pb2.Event], options: Sequence[ContextOptions]
+) -> Iterator[list[list[Answer]]]:
+    """``engine``'s answers after each appended event (see :data:`GrowFn`)."""
+    if engine.grow is not None:
+        yield from engine.grow(events, options)
+        return
+    for step in range(1, len(events) + 1):
+        prefix = list(events[:step])
+        yield [[("fresh", outcome_of_call(partial(engine.build, prefix, o)))] for o in options]
 
 
 # --------------------------------------------------------------------------------- the two sides
@@ -176,19 +254,27 @@ def adk_outcome(events: Sequence[Event], view: View) -> Outcome:
     )
 
 
-def engine_outcome(
-    engine: Engine, events: Sequence[event_pb2.Event], options: ContextOptions
-) -> Outcome:
-    try:
-        contents = engine.build(events, options)
-    except Exception as exc:
-        return Outcome(error=f"{type(exc).__name__}: {exc}")
+def outcome_of(contents: Sequence[content_pb2.Content]) -> Outcome:
     return Outcome(
         contents=[
             normalise(json_format.MessageToDict(c, preserving_proto_field_name=True))
             for c in contents
         ]
     )
+
+
+def outcome_of_call(build: Callable[[], Sequence[content_pb2.Content]]) -> Outcome:
+    try:
+        contents = build()
+    except Exception as exc:
+        return Outcome(error=f"{type(exc).__name__}: {exc}")
+    return outcome_of(contents)
+
+
+def engine_outcome(
+    engine: Engine, events: Sequence[event_pb2.Event], options: ContextOptions
+) -> Outcome:
+    return outcome_of_call(lambda: engine.build(events, options))
 
 
 # ---------------------------------------------------------------------------------- normalising

@@ -829,6 +829,48 @@ class _SessionBuilder:
         else:
             self.emit(content=types.Content(role="model", parts=[types.Part()]))
 
+    def quiet(self) -> None:
+        """An event that adds nothing the viewer sees (or nothing at all), between two steps:
+        state only, an empty text, no parts, an error, a thought, a rewind to an unknown
+        invocation, a summary, another branch's reply. What ADK shows after it must not
+        depend on it (the latest-response rule and transcription folding look at the last
+        event they *see*, not the last one of the log)."""
+        self.ensure_invocation()
+        kind = self.draw(
+            st.sampled_from(
+                ("state", "empty", "no_parts", "error", "thought", "rewind", "summary", "aside")
+            )
+        )
+        if kind == "state":
+            self.emit(actions=EventActions(state_delta={"counter": 3}))
+        elif kind == "empty":
+            self.emit(content=types.Content(role="model", parts=[types.Part(text="")]))
+        elif kind == "no_parts":
+            self.emit(content=types.Content(role="model", parts=[]))
+        elif kind == "error":
+            self.emit(error_code="RESOURCE_EXHAUSTED", error_message="quota", finish_reason="OTHER")
+        elif kind == "thought":
+            self.emit(
+                content=types.Content(role="model", parts=[types.Part(text="t", thought=True)])
+            )
+        elif kind == "rewind":
+            self.emit(
+                author="user",
+                invocation_id=f"e-r{self.n_event}",
+                branch=None,
+                isolation_scope=None,
+                actions=EventActions(rewind_before_invocation_id="e-unknown"),
+            )
+        elif kind == "summary":
+            self.compaction()
+        else:
+            self.emit(
+                author="planner",
+                branch="elsewhere",
+                isolation_scope=None,
+                content=types.Content(role="model", parts=[types.Part(text="aside")]),
+            )
+
     def compacted_lr(self) -> None:
         """Parallel calls, one long-running: the call and the merged acknowledgement (and more
         progress) get compacted, the long-running result arrives after the summary."""
@@ -1162,8 +1204,12 @@ PROFILES: dict[str, _Profile] = {
 
 
 @st.composite
-def sessions(draw: Draw, profile: str = "mixed") -> Session:
-    """A realistic ADK session drawn with the step weights of ``PROFILES[profile]``."""
+def sessions(draw: Draw, profile: str = "mixed", *, quiet: bool = False) -> Session:
+    """A realistic ADK session drawn with the step weights of ``PROFILES[profile]``.
+
+    ``quiet``: after every step (the ending included), half the time, an event that shows the
+    viewer nothing new (:meth:`_SessionBuilder.quiet`), so that logs end in one as often as in a
+    message (for tests that judge every prefix of the log)."""
     spec = PROFILES[profile]
     menu = [step for step in _STEPS for _ in range(spec.weights.get(step, 0))]
     builder = _SessionBuilder(draw, draw(st.sampled_from(_BRANCH_LAYOUTS)))
@@ -1178,6 +1224,8 @@ def sessions(draw: Draw, profile: str = "mixed") -> Session:
     while steps < spec.min_steps or (steps < spec.max_steps and draw(st.integers(0, 7)) > 0):
         getattr(builder, draw(st.sampled_from(menu)))()
         steps += 1
+        if quiet and draw(st.integers(0, 3)) >= 2:
+            builder.quiet()
     # how the session ends matters to ADK: a trailing tool result is rearranged around its
     # call; include_contents='none' anchors on the last user turn
     ending = draw(st.sampled_from(("as is", "as is", "result", "orphan", "batch")))
@@ -1187,6 +1235,8 @@ def sessions(draw: Draw, profile: str = "mixed") -> Session:
         builder.orphan()
     elif ending == "batch":
         builder.batch_results()
+    if quiet and draw(st.integers(0, 3)) >= 2:
+        builder.quiet()
     return Session(
         events=tuple(builder.events),
         branches=tuple(sorted(builder.branches)),

@@ -5,6 +5,10 @@ background thread; every call creates a fresh session, appends the events with o
 configures the app's other-agent preamble and calls BuildContext with the options mapped to the
 request. So the parity suite covers the wire format, the service's validation and normalization,
 the session event cache and the incremental views, not only the pure pipeline.
+
+:func:`grow_over_grpc` is the same as the log grows: one session, one AppendEvents per event and,
+after each, a BuildContext for every view (so the server extends its cached views as in a running
+agent, and every intermediate context is judged).
 """
 
 from __future__ import annotations
@@ -13,14 +17,17 @@ import asyncio
 import atexit
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from contextengine.client import ContextEngineClient
 from contextengine.core.context import ContextOptions, IncludeContents
 from contextengine.server import ContextEngineServer, ServerSettings
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
+
+from .context_compare import Outcome, outcome_of_call
 
 APP = "parity"
 
@@ -62,8 +69,42 @@ class _Sidecar:
     ) -> list[content_pb2.Content]:
         return self._run(self._build(list(events), options)).result(120)  # type: ignore[no-any-return]
 
+    def grow(
+        self, events: Sequence[event_pb2.Event], options: Sequence[ContextOptions]
+    ) -> Iterator[list[list[tuple[str, Outcome]]]]:
+        session_id = self._run(self._create()).result(30)
+        for event in events:
+            self._run(self._append(session_id, [event])).result(60)
+            answers = []
+            for view_options in options:
+                outcome = outcome_of_call(partial(self._build_now, session_id, view_options))
+                answers.append([("incremental", outcome)])
+            yield answers
+
+    def _build_now(self, session_id: str, options: ContextOptions) -> list[content_pb2.Content]:
+        return self._run(self._build_context(session_id, options)).result(120)  # type: ignore[no-any-return]
+
+    async def _create(self) -> str:
+        client = self._client
+        assert client is not None
+        session = await client.create_session(APP, "u", str(uuid.uuid4()))
+        return session.id
+
+    async def _append(self, session_id: str, events: list[event_pb2.Event]) -> None:
+        client = self._client
+        assert client is not None
+        await client.append_events(APP, "u", session_id, events)
+
     async def _build(
         self, events: list[event_pb2.Event], options: ContextOptions
+    ) -> list[content_pb2.Content]:
+        session_id = await self._create()
+        if events:
+            await self._append(session_id, events)
+        return await self._build_context(session_id, options)
+
+    async def _build_context(
+        self, session_id: str, options: ContextOptions
     ) -> list[content_pb2.Content]:
         client = self._client
         assert client is not None
@@ -74,9 +115,6 @@ class _Sidecar:
                 )
             )
             self._preamble = options.other_agent_preamble
-        session = await client.create_session(APP, "u", str(uuid.uuid4()))
-        if events:
-            await client.append_events(APP, "u", session.id, events)
         model = cpb.ModelIdentity(
             provider=(
                 cpb.MODEL_PROVIDER_ANTHROPIC
@@ -87,7 +125,7 @@ class _Sidecar:
         response = await client.build_context(
             APP,
             "u",
-            session.id,
+            session_id,
             agent_name=options.agent_name,
             branch=options.branch,
             isolation_scope=options.isolation_scope,
@@ -113,3 +151,13 @@ def build_over_grpc(
     if _SIDECAR is None:
         _SIDECAR = _Sidecar()
     return _SIDECAR.build(events, options)
+
+
+def grow_over_grpc(
+    events: Sequence[event_pb2.Event], options: Sequence[ContextOptions]
+) -> Iterator[list[list[tuple[str, Outcome]]]]:
+    """After each event appended to one session, BuildContext for every view."""
+    global _SIDECAR
+    if _SIDECAR is None:
+        _SIDECAR = _Sidecar()
+    yield from _SIDECAR.grow(events, options)

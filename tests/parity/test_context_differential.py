@@ -4,11 +4,19 @@ Hypothesis draws realistic ADK sessions (``context_strategies``) and one to thre
 (agent, branch, isolation scope, include_contents, id preservation, other agents' thoughts, node
 input); for every view the contents google-adk computes from its own events must be identical to
 what each engine of ``context_compare.ENGINES`` (``pure``: the pipeline; ``grpc``: a real sidecar)
-computes from the same events converted to protos. A failure prints the shrunk session as one line
-per event, the view, both outputs and the seed (``print_blob`` adds ``@reproduce_failure``).
+computes from the same events converted to protos, **after every appended event**, not only at
+the end: the events are given to the engine one at a time and every prefix is judged against ADK
+on that prefix (``pure``: its incremental view, extended step by step, and a fresh build;
+``grpc``: one AppendEvents per event, BuildContext for every view after each). Incremental equals
+fresh equals ADK, at every step. The generated sessions put, after half of their steps, an event
+that shows the viewer nothing new (state only, empty text, no parts, error, thought, rewind to
+an unknown invocation, summary, another branch's reply), so prefixes end in one as often as in a
+message. A failure prints the shrunk session as one line per event, the step, the view, both
+outputs and the seed (``print_blob`` adds ``@reproduce_failure``).
 
-* property tests, one per kind of session (about 380 sessions per engine, ~35 s for both engines
-  on 2 cores): tool calls, multi-agent, compaction, rewinds, include_contents='none', mixed;
+* property tests, one per kind of session (380 sessions, 5,100 steps, 9,300 judged
+  (step, view) pairs per engine; 60-80 s for both engines on 2 cores): tool calls,
+  multi-agent, compaction, rewinds, include_contents='none', mixed;
 * ``test_harness_self_check``: ADK against ADK run on the proto events converted back, so the
   conversion and the comparison are known to hide nothing;
 * ``test_pinned_scenario``: fixed sessions for ADK's rare paths (compacted long-running calls,
@@ -18,7 +26,16 @@ per event, the view, both outputs and the seed (``print_blob`` adds ``@reproduce
 * ``test_known_mismatch_*``: what the proto contract cannot carry (payload key order, 1.0 vs 1),
   ``xfail(strict=False)``.
 
-Run: ``.venv/bin/pytest tests/parity/test_context_differential.py``.
+Run: ``.venv/bin/pytest tests/parity/test_context_differential.py`` (``make test`` runs it on a
+fixed, code-derived example set).
+
+Hunting profile (by hand): ``CONTEXT_DIFF_SCALE=<n>`` multiplies every property test's number of
+examples and ``HYPOTHESIS_PROFILE=explore`` draws fresh ones on every run; lift the per-test
+timeout, e.g. ``HYPOTHESIS_PROFILE=explore CONTEXT_DIFF_SCALE=20 .venv/bin/pytest
+tests/parity/test_context_differential.py -k "sessions or only" --timeout=0 -x -q`` (about 10
+minutes per engine on 2 cores). Add ``-k pure`` to leave the sidecar out (faster; the ``pure``
+engine checks the same incremental views the service keeps). Every divergence found so becomes a
+named regression test (pinned here or in ``tests/core/context/test_incremental.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -44,11 +62,13 @@ from contextengine.v1 import content_pb2, event_pb2
 from .context_compare import (
     ENGINES,
     Engine,
+    Outcome,
     adk_contents,
     adk_outcome,
     describe_events,
     describe_view,
     engine_outcome,
+    grow,
     options_for,
     to_proto_events,
 )
@@ -65,9 +85,13 @@ pytestmark = [
 ENGINE_PARAMS = [pytest.param(engine, id=engine.name) for engine in ENGINES]
 
 
+#: the hunting profile's multiplier of every property test's examples (see the module docstring)
+SCALE = int(os.environ.get("CONTEXT_DIFF_SCALE", "1"))
+
+
 def _settings(max_examples: int) -> settings:
     return settings(
-        max_examples=max_examples,
+        max_examples=max_examples * SCALE,
         database=None,
         deadline=None,
         print_blob=True,
@@ -83,7 +107,7 @@ def scenarios(
     profile: str,
     include_contents: str | None = None,
 ) -> tuple[Session, list[View]]:
-    session = draw(sessions(profile))
+    session = draw(sessions(profile, quiet=True))
     drawn = draw(st.lists(views(session, include_contents), min_size=1, max_size=3))
     return session, drawn
 
@@ -107,38 +131,58 @@ def _quiet_adk_logs() -> Iterator[None]:
         logger.setLevel(level)
 
 
+def _agree(expected: Outcome, actual: Outcome) -> bool:
+    if expected.error is None:
+        return actual == expected
+    return actual.error is not None  # ADK fails on this session; so does the engine.
+
+
 def check(
     engine: Engine,
     scenario: tuple[Session, list[View]],
     test: Callable[..., Any] | None = None,
 ) -> None:
-    """Asserts ``engine`` agrees with google-adk on every view of the session.
+    """Asserts ``engine`` agrees with google-adk on every view of the session, *after every
+    appended event*: the events are given to the engine one at a time (``context_compare.grow``)
+    and each of its answers (incremental, and fresh where the engine has both) must equal ADK's
+    on that prefix.
 
-    On a mismatch the message holds the session (one line per event), the view, both outputs
-    and how to replay the run (``test`` is the hypothesis test, for its seed).
+    On a mismatch the message holds the session (one line per event) and the step, the view,
+    both outputs and how to replay the run (``test`` is the hypothesis test, for its seed).
     """
     session, drawn_views = scenario
     events: Sequence[Event] = session.events
     proto_events = to_proto_events(events)
     if not engine.accepts(proto_events):
         return  # outside the engine's input contract; the pure engine covers the session
-    for view in drawn_views:
-        with _quiet_adk_logs():
-            expected = adk_outcome(events, view)
-            actual = engine_outcome(engine, proto_events, options_for(view))
-        if expected.error is None and actual == expected:
-            continue
-        if expected.error is not None and actual.error is not None:
-            continue  # ADK fails on this session; so does the engine.
+    options = [options_for(view) for view in drawn_views]
+
+    def fail(step: int, view: View, how: str, expected: Outcome, actual: Outcome) -> None:
         what = "ADK raised but the engine answered" if expected.error else "differs from google-adk"
         raise AssertionError(
-            f"engine {engine} {what}\n"
+            f"engine {engine} ({how}) {what} after event [{step - 1}] ({step} of {len(events)})\n"
             f"session ({len(events)} events):\n{describe_events(events)}\n"
             f"view: {describe_view(view)}\n"
             f"ADK:\n{expected}\n"
-            f"ours ({engine}):\n{actual}\n"
+            f"ours ({engine}, {how}):\n{actual}\n"
             f"{_seed_hint(test)}"
         )
+
+    with _quiet_adk_logs():
+        if not events:
+            for view, view_options in zip(drawn_views, options, strict=True):
+                expected = adk_outcome(events, view)
+                actual = engine_outcome(engine, proto_events, view_options)
+                if not _agree(expected, actual):
+                    fail(0, view, "fresh", expected, actual)
+            return
+        for step, answers in enumerate(grow(engine, proto_events, options), start=1):
+            prefix = events[:step]
+            for view, view_answers in zip(drawn_views, answers, strict=True):
+                expected = adk_outcome(prefix, view)
+                for how, actual in view_answers:
+                    if not _agree(expected, actual):
+                        fail(step, view, how, expected, actual)
 
 
 # ------------------------------------------------------------------------------ property tests
