@@ -79,6 +79,7 @@ class ServerSettings:
     #: "normal": survives a crash of the process; "full": also survives power loss (slower)
     durability: Literal["normal", "full"] = "normal"
     #: largest accepted request; larger ones fail with RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE
+    #: (beyond twice it, with gRPC's own RESOURCE_EXHAUSTED and no ErrorInfo: see errors.proto)
     max_request_bytes: int = 4 * 1024 * 1024
     #: seconds in-flight RPCs get to finish on shutdown
     grace_seconds: float = 10.0
@@ -201,8 +202,11 @@ class ContextEngineServer:
         server = grpc.aio.server(
             options=[
                 # The transport accepts up to twice the limit so that oversized requests reach our
-                # own check and get an ErrorInfo; beyond that gRPC itself answers
-                # RESOURCE_EXHAUSTED.
+                # own check and get an ErrorInfo (REQUEST_TOO_LARGE). Beyond that grpc core refuses
+                # the message from its length prefix, without buffering it, with a bare
+                # RESOURCE_EXHAUSTED: -1 (no bound) would give every oversized request the
+                # ErrorInfo but let one request make the sidecar hold about three times its size
+                # (a 256 MiB request: +790 MB peak RSS; with the bound: flat). See errors.proto.
                 ("grpc.max_receive_message_length", 2 * limit),
                 ("grpc.max_send_message_length", -1),
                 ("grpc.keepalive_time_ms", 30_000),

@@ -107,12 +107,13 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_REQUEST_TOO_LARGE: _ErrorReason.ValueType  # 50
     """RESOURCE_EXHAUSTED: the request is larger than the server's limit (`serve
     --max-request-bytes`, 4 MiB by default). Metadata: `limit_bytes`, `request_bytes`.
-    Requests up to twice the limit are read and answered with this reason. Beyond that the gRPC
-    transport refuses the message from its length prefix, before reading its body (so that no
-    client can make the server buffer more than twice the limit per request): the status is
-    RESOURCE_EXHAUSTED from gRPC itself, with the message "Received message larger than max
-    (<request bytes> vs. <twice the limit>)" and no ErrorInfo. Clients should treat
-    RESOURCE_EXHAUSTED without ErrorInfo as this reason.
+    Requests up to twice the limit are read and answered with this reason (such a request
+    costs the server about three times its size while it is refused). Beyond twice the limit
+    the gRPC transport refuses the message from its length prefix and discards the rest unread,
+    so that no client can make the server buffer more: the status is then RESOURCE_EXHAUSTED
+    from gRPC itself, with the message "Received message larger than max (<request bytes> vs.
+    <twice the limit>)" and no ErrorInfo (grpc gives the application no hook there). Clients
+    should read RESOURCE_EXHAUSTED without ErrorInfo on a request as this reason.
     """
     ERROR_REASON_SUBSCRIBER_LAGGED: _ErrorReason.ValueType  # 51
     """RESOURCE_EXHAUSTED: a subscriber fell further behind than its buffer allows. Metadata:
@@ -220,12 +221,13 @@ ERROR_REASON_SEQUENCE_MISMATCH: ErrorReason.ValueType  # 40
 ERROR_REASON_REQUEST_TOO_LARGE: ErrorReason.ValueType  # 50
 """RESOURCE_EXHAUSTED: the request is larger than the server's limit (`serve
 --max-request-bytes`, 4 MiB by default). Metadata: `limit_bytes`, `request_bytes`.
-Requests up to twice the limit are read and answered with this reason. Beyond that the gRPC
-transport refuses the message from its length prefix, before reading its body (so that no
-client can make the server buffer more than twice the limit per request): the status is
-RESOURCE_EXHAUSTED from gRPC itself, with the message "Received message larger than max
-(<request bytes> vs. <twice the limit>)" and no ErrorInfo. Clients should treat
-RESOURCE_EXHAUSTED without ErrorInfo as this reason.
+Requests up to twice the limit are read and answered with this reason (such a request
+costs the server about three times its size while it is refused). Beyond twice the limit
+the gRPC transport refuses the message from its length prefix and discards the rest unread,
+so that no client can make the server buffer more: the status is then RESOURCE_EXHAUSTED
+from gRPC itself, with the message "Received message larger than max (<request bytes> vs.
+<twice the limit>)" and no ErrorInfo (grpc gives the application no hook there). Clients
+should read RESOURCE_EXHAUSTED without ErrorInfo on a request as this reason.
 """
 ERROR_REASON_SUBSCRIBER_LAGGED: ErrorReason.ValueType  # 51
 """RESOURCE_EXHAUSTED: a subscriber fell further behind than its buffer allows. Metadata:
