@@ -17,6 +17,7 @@ from grpc_status import rpc_status
 
 from contextengine.core import page_tokens
 from contextengine.server import ServerSettings
+from contextengine.store import SqliteStore
 from contextengine.testing import start_local_server
 from contextengine.v1 import (
     config_pb2,
@@ -509,14 +510,10 @@ async def test_issued_page_tokens_page_through(any_store_stub: Any) -> None:
     await _s1_unchanged(stub)
 
 
-async def test_page_tokens_survive_restarts_and_are_shared_by_processes(tmp_path: Path) -> None:
+async def test_page_tokens_survive_restarts(tmp_path: Path) -> None:
+    """The key is stored in the database: a token outlives the server that issued it, and any
+    process that opens the file later reads the same key; another database rejects it."""
     db = str(tmp_path / "ce.db")
-
-    async def first_page(target: str) -> str:
-        async with grpc.aio.insecure_channel(target) as channel:
-            s = session_service_pb2_grpc.SessionServiceStub(channel)
-            page = await s.ListSessions(pb.ListSessionsRequest(page_size=1, **A))
-            return page.next_page_token
 
     async def next_ids(target: str, token: str) -> list[str]:
         async with grpc.aio.insecure_channel(target) as channel:
@@ -524,18 +521,23 @@ async def test_page_tokens_survive_restarts_and_are_shared_by_processes(tmp_path
             page = await s.ListSessions(pb.ListSessionsRequest(page_token=token, **A))
             return [session.id for session in page.sessions]
 
-    async with start_local_server(db) as server:
-        async with grpc.aio.insecure_channel(server.target) as channel:
-            s = session_service_pb2_grpc.SessionServiceStub(channel)
-            for sid in ("s1", "s2", "s3"):
-                await s.CreateSession(pb.CreateSessionRequest(session_id=sid, **A))
-        token = await first_page(server.target)
-        # A second server on the same file (as another process would be) accepts it.
-        async with start_local_server(db) as other:
-            assert await next_ids(other.target, token) == ["s2", "s3"]
+    async with (
+        start_local_server(db) as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        s = session_service_pb2_grpc.SessionServiceStub(channel)
+        for sid in ("s1", "s2", "s3"):
+            await s.CreateSession(pb.CreateSessionRequest(session_id=sid, **A))
+        token = (await s.ListSessions(pb.ListSessionsRequest(page_size=1, **A))).next_page_token
     async with start_local_server(db) as restarted:
         assert await next_ids(restarted.target, token) == ["s2", "s3"]
-    # Another database has another key.
+    store = SqliteStore(db)  # what another process opening the file sees
+    await store.open()
+    try:
+        tokens = page_tokens.PageTokens(await store.page_token_key())
+        assert tokens.decode(token, "sessions", ["app", "u1"]) == ("u1", "s1")
+    finally:
+        await store.close()
     async with (
         start_local_server(str(tmp_path / "other.db")) as stranger,
         grpc.aio.insecure_channel(stranger.target) as channel,

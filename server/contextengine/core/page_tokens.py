@@ -8,7 +8,7 @@ method's kind, the request's scope (app, user, session, ...) and the cursor. So:
 * nobody without the key can mint or edit a token, and the cursor of a forged one is never read;
 * a token presented with another request (another app, user or session), to another method or to
   another database fails the check;
-* a token stays valid across restarts and in every process sharing the database.
+* a token stays valid across restarts, in whichever process opens the database.
 
 Every decoding failure is INVALID_PAGE_TOKEN, and decoding is bounded: the length is checked
 before anything else (:data:`MAX_TOKEN_CHARS`), the tag before the cursor is parsed, and the

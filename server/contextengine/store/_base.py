@@ -223,5 +223,5 @@ class EventStore(Protocol):
         it."""
 
     async def page_token_key(self) -> bytes:
-        """A random key of this store, the same for every process sharing its data and across
-        restarts (see ``store._secrets``); it keys the page tokens' HMAC."""
+        """A random key of this store, kept with its data (the same after a restart, in
+        whichever process opens it; see ``store._secrets``); it keys the page tokens' HMAC."""

@@ -2,7 +2,8 @@
 
 ``page_token``: the key of page tokens' HMAC (``contextengine.core.page_tokens``). The SQLite
 store keeps it in the ``secrets`` table (migration ``0004_secrets.sql``), so tokens survive a
-restart and are valid in every process sharing the file; the in-memory store draws one per store.
+restart and are valid in whichever process opens the file; the in-memory store draws one per
+store.
 """
 
 from __future__ import annotations

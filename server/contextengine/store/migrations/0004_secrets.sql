@@ -1,6 +1,6 @@
 -- Secrets of this database, generated once, when the database is created or migrated, and kept
 -- with its data. `page_token` keys the HMAC of page tokens (contextengine.core.page_tokens): a
--- token stays valid across restarts and across the processes that share the file, and nobody
+-- token stays valid across restarts and in whichever process opens the file, and nobody
 -- can mint one without reading the file. randomblob draws from SQLite's CSPRNG (ChaCha20,
 -- seeded by the operating system).
 CREATE TABLE secrets (
