@@ -243,3 +243,24 @@ async def test_the_byte_budget_counts_what_is_taken(
 async def test_a_byte_budget_must_be_positive(broadcaster: Broadcaster) -> None:
     with pytest.raises(ValueError, match="capacity_bytes"):
         broadcaster.subscribe(session_route(KEY), everything, 10, capacity_bytes=0)
+
+
+async def test_every_group_counts_the_bytes_of_what_it_accepted(
+    store: MemoryStore, broadcaster: Broadcaster
+) -> None:
+    """Several groups take the same commit: each counts only the changes it accepted."""
+    first_only = broadcaster.subscribe(
+        session_route(KEY),
+        lambda change: isinstance(change, LoggedEvent) and change.event.id == "c0",
+        10,
+        capacity_bytes=10**6,
+    )
+    every = broadcaster.subscribe(session_route(KEY), everything, 10, capacity_bytes=10**6)
+    watcher = broadcaster.subscribe(app_route("app"), events_only, 10, capacity_bytes=10**6)
+    await append_big(store, "c0", "c1")
+    one = first_only.buffered_bytes
+    assert 10_000 < one < 11_000
+    assert every.buffered_bytes == watcher.buffered_bytes
+    assert 2 * one - 100 < every.buffered_bytes < 2 * one + 100
+    for sub in (first_only, every, watcher):
+        sub.close()

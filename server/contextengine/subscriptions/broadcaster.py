@@ -103,6 +103,10 @@ class Batch(list[Change]):
             self._nbytes = sum(map(change_bytes, self))
         return self._nbytes
 
+    @nbytes.setter
+    def nbytes(self, value: int) -> None:
+        self._nbytes = value
+
 
 def _batch_bytes(batch: list[Change]) -> int:
     return batch.nbytes if isinstance(batch, Batch) else sum(map(change_bytes, batch))
@@ -446,6 +450,17 @@ class Broadcaster:
         for group in failed:
             for subscription in list(group.members):
                 subscription.end(EndReason.LAGGED)
+        if len(accepted) > 1:
+            # Groups of one change (state watches, differing filters) share its size.
+            sizes: dict[int, int] = {}
+            for batch in accepted.values():
+                total = 0
+                for change in batch:
+                    size = sizes.get(id(change))
+                    if size is None:
+                        size = sizes[id(change)] = change_bytes(change)
+                    total += size
+                batch.nbytes = total
         for group, batch in accepted.items():
             for subscription in list(group.members):
                 subscription.offer(batch)
