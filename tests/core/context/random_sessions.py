@@ -107,7 +107,70 @@ def _transcribed(event: Event, transcription: _Transcription | None) -> Event:
     return event
 
 
-def random_session(rng: random.Random, size: int) -> list[Event]:
+def random_session(rng: random.Random, size: int, *, quiet: bool = False) -> list[Event]:
+    """``size`` steps of a random session. ``quiet``: after every event, half the time, an event
+    that shows nothing new (:func:`_quiet_event`), so that a prefix of the log ends in one as
+    often as in a message (the draws of the session itself are the same either way)."""
+    events = _random_events(rng, size)
+    if not quiet:
+        return events
+    grown: list[Event] = []
+    for index, event in enumerate(events):
+        grown.append(event)
+        if rng.random() < 0.5:
+            grown.append(_quiet_event(rng, grown, f"q{index}"))
+    return grown
+
+
+def _quiet_event(rng: random.Random, earlier: list[Event], event_id: str) -> Event:
+    """An event with no content (state delta only, or nothing), an empty text, an empty
+    transcription, a summary of a range of ``earlier`` or a rewind, timestamped at or just after
+    the last of ``earlier``."""
+    last = earlier[-1]
+    ts = last.timestamp + rng.choice([0.0, 0.5, 1.0])
+    author = rng.choice(["agent", "user", "other"])
+    inv = last.invocation_id
+    kind = rng.choice(
+        ["state", "state", "nothing", "empty_text", "transcript", "summary", "rewind"]
+    )
+    if kind == "summary":
+        stamps = sorted(e.timestamp for e in earlier)
+        start, end = sorted((rng.choice(stamps), rng.choice(stamps)))
+        compaction = EventCompaction(
+            start_timestamp=start,
+            end_timestamp=end,
+            compacted_content=types.Content(role="model", parts=[types.Part(text="S")]),
+        )
+        return Event(
+            id=event_id,
+            timestamp=ts,
+            author="user",
+            invocation_id=f"c-{event_id}",
+            actions=EventActions(compaction=compaction),
+        )
+    if kind == "rewind":
+        targets = sorted({e.invocation_id for e in earlier if e.invocation_id})
+        target = rng.choice([*targets, "unknown", "unknown"])
+        return Event(
+            id=event_id,
+            timestamp=ts,
+            author="user",
+            invocation_id=f"r-{event_id}",
+            actions=EventActions(rewind_before_invocation_id=target),
+        )
+    event = Event(id=event_id, timestamp=ts, author=author, invocation_id=inv)
+    if kind == "state":
+        event.actions.state_delta = {"k": 1}
+    elif kind == "empty_text":
+        event.content = types.Content(
+            role="user" if author == "user" else "model", parts=[types.Part(text="")]
+        )
+    elif kind == "transcript":
+        event.input_transcription = types.Transcription(text="")
+    return event
+
+
+def _random_events(rng: random.Random, size: int) -> list[Event]:
     gen = _Gen(rng)
     events: list[Event] = []
     invocations: list[str] = []

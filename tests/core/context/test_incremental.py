@@ -1,7 +1,12 @@
-"""Incremental materialization equals a full rebuild, on generated logs growing in random steps."""
+"""Incremental materialization equals a full rebuild (and ADK), on generated logs growing one
+event at a time and in random batches; generated logs end in an event nobody sees (state delta
+only, empty text, summary, rewind...) as often as in a message. Named regressions below."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import random
 from collections.abc import Sequence
 
 import pytest
@@ -10,11 +15,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from contextengine.adk_json import event_to_adk_json
 from contextengine.client import ContextEngineClient
-from contextengine.core.context import ContextOptions, build_contents
+from contextengine.core.context import ContextOptions, IncludeContents, build_contents
 from contextengine.core.context.incremental import View, encode_contents_field, materialize
 from contextengine.core.tokens import CharsPerFourCounter, content_chars
 from contextengine.v1 import content_pb2, event_pb2
-from tests.core.context.adk_compare import adk_as_json, adk_options, as_json, run_adk
+from tests.core.context.adk_compare import adk_as_json, adk_options, as_json, run_adk, to_proto
+from tests.core.context.random_sessions import random_options, random_session
 from tests.parity.context_compare import options_for, to_proto_events
 from tests.parity.context_strategies import Session, sessions, views
 from tests.service.helpers import text_event
@@ -47,12 +53,37 @@ def _check_growth(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(data=st.data(), session=sessions())
+@given(data=st.data(), session=sessions(quiet=True))
 def test_incremental_equals_rebuild(data: st.DataObject, session: Session) -> None:
+    """One event at a time (every prefix), then in random batches, for one drawn view; the
+    sessions put a quiet event (state only, empty text, summary, rewind...) after half of their
+    steps."""
     events = to_proto_events(session.events)
     options = options_for(data.draw(views(session)))
+    _check_growth(events, options, list(range(len(events))))
     cuts = data.draw(st.lists(st.integers(0, len(events)), max_size=6))
     _check_growth(events, options, cuts)
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_random_sessions_grow_like_rebuilds(block: int, caplog: pytest.LogCaptureFixture) -> None:
+    """Seeded odd sessions (``random_sessions``, half of their events followed by a quiet one):
+    after every appended event, the incremental view equals a fresh build, and ADK."""
+    caplog.set_level(logging.ERROR)  # ADK warns about every orphan it drops
+    for seed in range(block * 50, block * 50 + 50):
+        rng = random.Random(seed)
+        adk_events = random_session(rng, rng.randrange(1, 25), quiet=True)
+        options = random_options(rng)
+        if rng.random() < 0.8:  # views with include_contents='none' are never extended
+            options = dataclasses.replace(options, include_contents=IncludeContents.DEFAULT)
+        events = to_proto(adk_events)
+        view: View | None = None
+        for cut in range(1, len(events) + 1):
+            view = materialize(events[:cut], options, COUNTER, view)
+            fresh = build_contents(events[:cut], options)
+            assert view.contents == fresh, f"seed {seed}, after {cut} events ({view.mode})"
+            expected = adk_as_json(run_adk(adk_events[:cut], options))
+            assert as_json(fresh) == expected, f"seed {seed}, after {cut} events"
 
 
 def test_plain_conversation_is_extended_not_rebuilt() -> None:
