@@ -12,8 +12,11 @@ from typing import Any
 import grpc
 import pytest
 
+from contextengine import cli
 from contextengine.client import ContextEngineClient
 from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.service._subscription_frames import EventFrames
+from contextengine.store import LoggedEvent, SessionKey
 from contextengine.testing import start_local_server
 from contextengine.v1 import subscription_service_pb2 as spb, subscription_service_pb2_grpc
 
@@ -298,8 +301,6 @@ async def test_batched_frames_are_bounded_in_bytes(server: ContextEngineServer) 
 
 
 def test_serve_sets_the_byte_budget(capsys: pytest.CaptureFixture[str]) -> None:
-    from contextengine import cli
-
     serve = ["serve", "--db", ":memory:"]
     default = cli.serve_settings(cli.parse(serve))
     assert default.subscriber_buffer_bytes == ServerSettings().subscriber_buffer_bytes == 32 * MIB
@@ -307,3 +308,44 @@ def test_serve_sets_the_byte_budget(capsys: pytest.CaptureFixture[str]) -> None:
     assert chosen.subscriber_buffer_bytes == MIB
     assert cli.main([*serve, "--subscriber-buffer-bytes", "0"]) == 2
     assert "--subscriber-buffer-bytes must be positive" in capsys.readouterr().err
+
+
+async def test_replay_pages_hold_about_the_byte_budget(
+    byte_budget: ContextEngineServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay of large events reads pages of about the budget (1 MiB here), not 500 events."""
+    limits: list[int] = []
+    read = byte_budget.store.list_logged_events
+
+    async def recording(key: Any, after: int, limit: int) -> Any:
+        limits.append(limit)
+        return await read(key, after, limit)
+
+    monkeypatch.setattr(byte_budget.store, "list_logged_events", recording)
+    async with ContextEngineClient(byte_budget.target, attempts=1) as client:
+        await client.create_session(APP, USER, SESSION)
+        for n in range(10):
+            batch = [message(KIB64, event_id=f"p{n}-{i}") for i in range(10)]
+            await client.append_events(APP, USER, SESSION, batch)
+        stream = client.subscribe_events(APP, USER, SESSION)
+        async with contextlib.aclosing(stream):
+            frames = await take(stream, has_kind("caught_up"), seconds=30)
+    assert sequences(frames) == list(range(1, 101))
+    assert limits[0] == 32
+    assert all(limit <= 16 for limit in limits[1:])  # 1 MiB / 64 KiB
+    assert len(limits) >= 100 // 16
+
+
+def test_the_frame_cache_is_bounded_in_bytes() -> None:
+    frames = EventFrames(capacity_bytes=MIB)
+    key = SessionKey(APP, USER, SESSION)
+    for n in range(1, 41):
+        event = message(KIB64, event_id=f"c{n}")
+        event.sequence = n
+        frames.event(LoggedEvent(key, event, n), True)
+        assert frames.cached_bytes <= MIB
+    assert frames.cached_bytes > MIB - 2 * len(KIB64)
+    huge = message("h" * (2 * MIB), event_id="huge")
+    huge.sequence = 41
+    frames.event(LoggedEvent(key, huge, 41), True)  # the newest frame stays, whatever its size
+    assert 2 * MIB < frames.cached_bytes < 2 * MIB + 1000
