@@ -59,7 +59,7 @@ async def test_oversized_requests(tmp_path: Path) -> None:
             peak = server.rss_kb("VmHWM")
 
             # Beyond it: refused by gRPC from the length prefix; memory stays flat.
-            for size in (2 * LIMIT + 1024, 64 * LIMIT):
+            for size in (2 * LIMIT + 1024, 32 * LIMIT):
                 error = await _call(channel, _request(size))
                 assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert "Received message larger than max" in (error.details() or "")
