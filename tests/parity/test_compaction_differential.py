@@ -18,8 +18,10 @@ A summary ADK produces is appended at the next timestamp (max + 1), and the sess
 after it. The test then replays the same points on the engine's side (``compaction_engine``: the
 pure planner, ADK's prompt template over ``render_events``, ``summary_event``) and asserts at
 every point: the same decision, the prompt byte for byte, and the same summary event (range,
-author, content role, isolation scope; everything ADK has). At the end, the contexts built from
-both logs (``build_contents`` and ADK's ``_get_contents``) are identical for a few views.
+author, content role, isolation scope; everything ADK has). Then, after every event of both logs
+(each with its own summaries), the contexts for a few views are identical: ADK's ``_get_contents``
+on the prefix, the engine's incremental view grown one event at a time, and a fresh
+``build_contents`` (``context_compare.grow``).
 
 Known deviations the generator avoids (both come from the proto contract, not the planner):
 
@@ -74,7 +76,7 @@ from .context_compare import (
     adk_outcome,
     describe_events,
     describe_view,
-    engine_outcome,
+    grow,
     options_for,
 )
 from .context_strategies import (
@@ -435,20 +437,26 @@ def _check_checkpoint(
 
 
 def _check_contexts(simulation: Simulation, log: Sequence[event_pb2.Event], test: str) -> None:
+    """After every event of the log (ADK's summaries in ADK's, ours in ours, at the same
+    places), the pure engine's incremental view and a fresh build equal ADK's context."""
     events = simulation.session.events
-    pure = ENGINES[0]
-    for view in simulation.views:
-        with _quiet_adk_logs():
-            expected = adk_outcome(events, view)
-            actual = engine_outcome(pure, log, options_for(view))
-        if expected.error is None and actual == expected:
-            continue
-        if expected.error is not None and actual.error is not None:
-            continue  # ADK fails on this session; so does the engine
-        raise AssertionError(
-            f"{test}: contexts differ after compaction\nview: {describe_view(view)}\n"
-            f"ADK:\n{expected}\nours:\n{actual}\nsession:\n{simulation!r}"
-        )
+    drawn = list(simulation.views)
+    options = [options_for(view) for view in drawn]
+    with _quiet_adk_logs():
+        for step, answers in enumerate(grow(ENGINES[0], log, options), start=1):
+            prefix = events[:step]
+            for view, view_answers in zip(drawn, answers, strict=True):
+                expected = adk_outcome(prefix, view)
+                for how, actual in view_answers:
+                    if expected.error is None and actual == expected:
+                        continue
+                    if expected.error is not None and actual.error is not None:
+                        continue  # ADK fails on this session; so does the engine
+                    raise AssertionError(
+                        f"{test}: contexts differ ({how}) after event [{step - 1}]"
+                        f" ({step} of {len(events)})\nview: {describe_view(view)}\n"
+                        f"ADK:\n{expected}\nours:\n{actual}\nsession:\n{simulation!r}"
+                    )
 
 
 def check(simulation: Simulation, test: str) -> None:
