@@ -30,7 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--db",
         default=DEFAULT_DB,
-        help=f"SQLite file, or :memory: for a throw-away store (default ./{DEFAULT_DB})",
+        help=(
+            f"SQLite file, or :memory: for a throw-away store (default ./{DEFAULT_DB}); one "
+            "sidecar per file (it holds <db>.lock; a second one exits with status 1)"
+        ),
     )
     run.add_argument(
         "--durability",

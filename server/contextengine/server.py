@@ -74,7 +74,8 @@ class ServerSettings:
 
     #: ``host:port`` (port 0 picks a free port) or ``unix:/path/to.sock``
     listen: str = DEFAULT_LISTEN
-    #: SQLite file path, or ``:memory:`` for a non-persistent in-process store
+    #: SQLite file path, or ``:memory:`` for a non-persistent in-process store; one process per
+    #: file (``start`` fails with ``DatabaseLockedError`` while another holds ``<db>.lock``)
     db: str = DEFAULT_DB
     #: "normal": survives a crash of the process; "full": also survives power loss (slower)
     durability: Literal["normal", "full"] = "normal"
