@@ -21,7 +21,7 @@ import contextlib
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -482,30 +482,62 @@ def target_refs() -> list[pb.GetSessionRequest]:
     ]
 
 
-def target_snapshot(chan: grpc.Channel) -> list[pb.GetSessionResponse | None]:
-    out: list[pb.GetSessionResponse | None] = []
+@dataclass
+class TargetState:
+    """The targets as read after an example (the state the next example starts from)."""
+
+    #: per target session: the session, or None when it does not exist
+    sessions: list[pb.GetSessionResponse | None]
+    #: per target session: its own configuration, encoded (None when it does not exist)
+    configs: list[bytes | None]
+    #: the targets' app configuration, encoded
+    app_config: bytes
+
+
+def _or_none(
+    chan: grpc.Channel,
+    method: str,
+    request: message.Message,
+    response: type[message.Message],
+) -> Any:
+    """``rpc`` of SessionService, None for NOT_FOUND."""
+    try:
+        return rpc(chan, "SessionService", method, request, response)
+    except grpc.RpcError as err:
+        if err.code() != grpc.StatusCode.NOT_FOUND:
+            raise
+        return None
+
+
+def target_state(chan: grpc.Channel) -> TargetState:
+    sessions: list[pb.GetSessionResponse | None] = []
+    configs: list[bytes | None] = []
     for ref in target_refs():
-        try:
-            out.append(rpc(chan, "SessionService", "GetSession", ref, pb.GetSessionResponse))
-        except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.NOT_FOUND:
-                raise
-            out.append(None)
-    return out
+        sessions.append(_or_none(chan, "GetSession", ref, pb.GetSessionResponse))
+        request = pb.GetSessionConfigRequest(
+            app_name=ref.app_name, user_id=ref.user_id, session_id=ref.session_id
+        )
+        config = _or_none(chan, "GetSessionConfig", request, pb.GetSessionConfigResponse)
+        configs.append(None if config is None else config.SerializeToString(deterministic=True))
+    app = rpc(
+        chan,
+        "SessionService",
+        "GetAppConfig",
+        pb.GetAppConfigRequest(app_name=TARGET_APP),
+        pb.GetAppConfigResponse,
+    )
+    return TargetState(sessions, configs, app.SerializeToString(deterministic=True))
 
 
 def _is_summary(event: event_pb2.Event) -> bool:
     return event.actions.HasField("compaction")
 
 
-def check_targets_unchanged(
-    before: Sequence[pb.GetSessionResponse | None],
-    after: Sequence[pb.GetSessionResponse | None],
-    method: str,
-) -> None:
-    """After a failed request: the targets are as they were, except for summaries the engine may
-    have appended in the background."""
-    for old, new in zip(before, after, strict=True):
+def check_targets_unchanged(before: TargetState, after: TargetState, method: str) -> None:
+    """After a failed request: the targets are as they were (sessions, events, state, their
+    configurations and their app's), except for summaries the engine may have appended in the
+    background."""
+    for old, new in zip(before.sessions, after.sessions, strict=True):
         if old is None:
             continue
         if new is None:
@@ -517,13 +549,21 @@ def check_targets_unchanged(
             raise PropertyError(f"a failed {method} changed the events of {old.session.id}")
         if old.session.state != new.session.state:
             raise PropertyError(f"a failed {method} changed the state of {old.session.id}")
+    if before.configs != after.configs:
+        raise PropertyError(f"a failed {method} changed a session configuration")
+    if before.app_config != after.app_config:
+        raise PropertyError(f"a failed {method} changed the app configuration")
 
 
-def restore_targets(chan: grpc.Channel, after: Sequence[pb.GetSessionResponse | None]) -> None:
-    """Re-seeds the targets that were deleted or grew large (so requests keep finding them)."""
-    for i, (session_id, now) in enumerate(zip(TARGET_SESSIONS, after, strict=True)):
+def restore_targets(chan: grpc.Channel, after: TargetState) -> bool:
+    """Re-seeds the targets that were deleted or grew large (so requests keep finding them);
+    True when it did."""
+    restored = False
+    for i, (session_id, now) in enumerate(zip(TARGET_SESSIONS, after.sessions, strict=True)):
         if now is None or len(now.session.events) > _MAX_TARGET_EVENTS or now.ByteSize() > 1 << 20:
             seed_session(chan, TARGET_APP, TARGET_USER, session_id, f"t{i}")
+            restored = True
+    return restored
 
 
 def write_stats(path: str) -> None:

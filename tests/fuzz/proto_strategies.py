@@ -129,13 +129,16 @@ class Vocabulary:
     known: list[str] = field(default_factory=list)
 
     def strings(self) -> st.SearchStrategy[str]:
+        awkward = st.sampled_from(AWKWARD_STRINGS)
         choices: list[st.SearchStrategy[str]] = [
-            st.sampled_from(AWKWARD_STRINGS),
+            awkward,  # three times as likely as random text
+            awkward,
+            awkward,
             st.text(max_size=24),
             st.text(st.characters(codec="utf-8"), min_size=1, max_size=300),
         ]
         if self.known:
-            choices.insert(0, st.sampled_from(self.known))
+            choices += [st.sampled_from(self.known)] * 2
             # a known id made slightly different
             choices.append(
                 st.tuples(st.sampled_from(self.known), st.sampled_from(AWKWARD_STRINGS[:20])).map(

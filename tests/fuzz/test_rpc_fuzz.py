@@ -23,7 +23,8 @@ Budgets (Hypothesis settings, selected by ``CE_FUZZ_PROFILE``):
   against the SQLite store (the whole suite in well under 90 s on two busy cores);
 * ``CE_FUZZ_PROFILE=long``: random examples, many more per RPC (2000 unless
   ``CE_FUZZ_EXAMPLES=N`` says otherwise), against the SQLite and the in-memory store, with no
-  per-test time limit. ``CE_FUZZ_STATS=path`` appends how the examples ended (per RPC, status
+  per-test time limit. ``CE_FUZZ_STORES=sqlite`` (or ``memory``) picks the stores;
+  ``CE_FUZZ_STATS=path`` appends how the examples ended (per RPC, status
   and reason) to a file. For example::
 
       CE_FUZZ_PROFILE=long CE_FUZZ_EXAMPLES=500 CE_FUZZ_STATS=/tmp/fuzz.txt \\
@@ -219,6 +220,8 @@ class Env:
     chan: grpc.Channel
     seeded: harness.Seeded
     vocab: Vocabulary
+    #: the targets as the last example left them
+    targets: harness.TargetState
 
 
 def _vocabulary(chan: grpc.Channel, seeded: harness.Seeded) -> Vocabulary:
@@ -258,14 +261,14 @@ def _vocabulary(chan: grpc.Channel, seeded: harness.Seeded) -> Vocabulary:
     return Vocabulary(known=[k for k in known if k])
 
 
-STORES = ["sqlite", "memory"] if LONG else ["sqlite"]
+STORES = os.environ.get("CE_FUZZ_STORES", "sqlite,memory" if LONG else "sqlite").split(",")
 
 
 @pytest.fixture(scope="module", params=STORES)
 def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     db = ":memory:" if request.param == "memory" else str(tmp_path_factory.mktemp("fuzz") / "f.db")
     with harness.running(db) as (server, chan, seeded):
-        yield Env(server, chan, seeded, _vocabulary(chan, seeded))
+        yield Env(server, chan, seeded, _vocabulary(chan, seeded), harness.target_state(chan))
         harness.check_sentinels(chan, seeded)
     stats = os.environ.get("CE_FUZZ_STATS")
     if stats:
@@ -273,15 +276,16 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
 
 def _example(env: Env, method: descriptor.MethodDescriptor, body: bytes) -> None:
-    before = harness.target_snapshot(env.chan)
+    before = env.targets
     outcome = harness.call(env.chan, method, body)
     note(f"outcome: {outcome.code.name} {outcome.details[:300]!r} frames={outcome.frames}")
     harness.check_outcome(outcome, method, len(body))
-    after = harness.target_snapshot(env.chan)
+    after = env.targets = harness.target_state(env.chan)
     if not outcome.ok:
         harness.check_targets_unchanged(before, after, method.name)
     harness.check_sentinels(env.chan, env.seeded, cheap=True)
-    harness.restore_targets(env.chan, after)
+    if harness.restore_targets(env.chan, after):
+        env.targets = harness.target_state(env.chan)
     assert env.server.alive, "the server thread died"
 
 
