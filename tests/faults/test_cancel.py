@@ -68,7 +68,9 @@ async def _first_event(
 ) -> None:
     """Reads the stream until its first event (the replay goes on behind it)."""
     async with asyncio.timeout(TIMEOUT):
-        async for frame in call:
+        # read(), not iteration: the deadline mode reads once more after this.
+        while (frame := await call.read()) is not grpc.aio.EOF:
+            assert isinstance(frame, spb.SubscribeEventsResponse)
             if frame.HasField("event"):
                 return
     pytest.fail("the stream ended before its first event")
@@ -206,7 +208,11 @@ async def test_subscribers_going_away_leave_the_sidecar_serving(tmp_path: Path, 
             acknowledged = await _backlog(writer)
             for n in range(cycles):
                 event_id = f"{mode.__name__}-{n}"
-                await mode(server, writer, event_id)
+                try:
+                    await mode(server, writer, event_id)
+                except Exception:
+                    server.check_alive(f"{mode.__name__}, cycle {n}")  # the likelier story
+                    raise
                 acknowledged.append(event_id)
                 # Give the server the moment in which it used to crash.
                 await asyncio.sleep(0.02)
