@@ -273,3 +273,33 @@ def test_held_back_fragment_joins_the_next_run() -> None:
     ]
     view = _check_every_step(events, adk_options(agent_name="root"))
     assert _texts(view.contents) == ["hi", "ab", "c"]
+
+
+def _summary(
+    start: float, end: float, timestamp: float, *parts: content_pb2.Part
+) -> event_pb2.Event:
+    event = event_pb2.Event(author="user", invocation_id="c1", timestamp=timestamp)
+    compaction = event.actions.compaction
+    compaction.start_timestamp, compaction.end_timestamp = start, end
+    compaction.compacted_content.role = "model"
+    compaction.compacted_content.parts.extend(parts)
+    return event
+
+
+def test_response_to_a_call_inside_a_summary_forces_rebuild() -> None:
+    """A summary's compacted content may hold calls (custom summarizers); a later response to
+    one pairs with it across the whole history, like a response to any call of the view."""
+    call = content_pb2.Part(function_call=content_pb2.FunctionCall(id="c0", name="tool"))
+    events = [
+        text_event("q", timestamp=1.0),
+        _summary(1.0, 1.0, 2.0, content_pb2.Part(text="S"), call),
+        _response("c0", 3.0),
+        text_event("next", timestamp=4.0),
+    ]
+    view = _check_every_step(events, adk_options(agent_name="root"))
+    kinds = [
+        [f for f in ("text", "function_call", "function_response") if p.HasField(f)]
+        for c in view.contents
+        for p in c.parts
+    ]
+    assert kinds[:3] == [["text"], ["function_call"], ["function_response"]]

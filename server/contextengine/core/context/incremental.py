@@ -31,7 +31,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contextengine.core.context._model import Item, item_from_event
+from contextengine.core.context._model import (
+    Item,
+    calls_of,
+    item_from_event,
+    part_views,
+    responses_of,
+)
 from contextengine.core.context._options import ContextOptions, IncludeContents
 from contextengine.core.context._pipeline import build_contents_tail
 from contextengine.core.context._rewind import live_indices
@@ -72,14 +78,21 @@ class _Ids:
     idless_responses: set[str] = field(default_factory=set)
 
     def add(self, event: event_pb2.Event, item: Item) -> None:
-        for ref in item.calls:
+        calls, responses = item.calls, item.responses
+        if item.is_compaction:
+            # The summary's compacted content is materialised as an event of its own, with
+            # whatever calls and responses a (custom) summarizer put there.
+            summary = part_views(event.actions.compaction.compacted_content.parts)
+            calls += calls_of(summary)
+            responses += responses_of(summary)
+        for ref in calls:
             if ref.id:
                 self.calls.add(ref.id)
                 if ref.id not in self.responses:
                     self.open.add(ref.id)
             else:
                 self.idless_calls.add(ref.name or "")
-        for ref in item.responses:
+        for ref in responses:
             if ref.id:
                 self.responses.add(ref.id)
                 self.open.discard(ref.id)
