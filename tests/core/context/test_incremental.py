@@ -303,3 +303,21 @@ def test_response_to_a_call_inside_a_summary_forces_rebuild() -> None:
         for p in c.parts
     ]
     assert kinds[:3] == [["text"], ["function_call"], ["function_response"]]
+
+
+@pytest.mark.parametrize("call_first", [False, True], ids=["call-later", "progress-later"])
+def test_tool_branch_with_two_ats_pairs_with_the_call_after_the_last_at(call_first: bool) -> None:
+    """A tool's progress on ``<tool>@<x>@<call id>`` is hidden once the call id is known: the run
+    id is what follows the *last* '@' (ADK's ``rpartition``), whichever of the two comes first."""
+    progress = text_event("50%", author="root", invocation_id="i1")
+    progress.branch = "tool@x@c5"
+    call = [_call("c5", 0.0), _response("c5", 0.0)]  # answered: the view has no open call
+    events = [
+        text_event("q", invocation_id="i1"),
+        *([*call, progress] if call_first else [progress, *call]),
+    ]
+    events.append(text_event("next", invocation_id="i2"))
+    for timestamp, event in enumerate(events, start=1):
+        event.timestamp = float(timestamp)
+    view = _check_every_step(events, adk_options(agent_name="root"))
+    assert "50%" not in _texts(view.contents)

@@ -104,9 +104,11 @@ class _Ids:
                 self.open.add(lr_id)
         if event.branch:
             for segment in event.branch.split("."):
-                _, at, run_id = segment.partition("@")
-                if at:
-                    self.branch_run_ids.add(run_id)
+                # ADK takes the run id after the segment's last '@'; every text after an '@'
+                # is kept (a superset, whatever way a rule splits the segment).
+                pieces = segment.split("@")
+                for start in range(1, len(pieces)):
+                    self.branch_run_ids.add("@".join(pieces[start:]))
 
     def knows(self, ids: set[str]) -> bool:
         """Whether any of ``ids`` is a call, response, long-running or branch run id here."""
