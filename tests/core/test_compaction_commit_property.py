@@ -36,6 +36,7 @@ from contextengine.core.compaction import (
     plan_token_threshold,
     summary_event,
 )
+from contextengine.errors import ContextEngineError
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 from tests.core.context.random_sessions import random_session
 from tests.parity.compaction_engine import to_proto_event
@@ -72,11 +73,11 @@ def compaction_configs(draw: st.DrawFn) -> config_pb2.EventsCompactionConfig:
 
 def proto_events(events: Sequence[Event], rng: random.Random) -> list[event_pb2.Event]:
     """ADK events as protos (sequences left for the log to assign); about one raw event in
-    fifteen pinned."""
+    eight pinned."""
     converted = []
     for event in events:
         message = to_proto_event(event, 0)
-        if not message.actions.HasField("compaction") and rng.random() < 1 / 15:
+        if not message.actions.HasField("compaction") and rng.random() < 1 / 8:
             message.pinned = True
         converted.append(message)
     return converted
@@ -184,7 +185,7 @@ def check_accepted(
         )
     except Exception as error:
         raise AssertionError(
-            f"{proposal.what}: the commit of the engine's own plan "
+            f"{proposal.what} [{plan.trigger}]: the commit of the engine's own plan "
             f"{plan.covered[0].sequence}..{plan.covered[-1].sequence} (rolls up "
             f"{plan.rolls_up.sequence if plan.rolls_up is not None else 0}) was refused: "
             f"{error}\nconfig: {config}\nlog:\n{_describe(log)}"
@@ -264,3 +265,57 @@ def test_every_plan_of_an_odd_session_commits(
 ) -> None:
     rng = random.Random(seed)
     simulate(proto_events(random_session(rng, size), rng), config, seed)
+
+
+# -- the cases the property found ----------------------------------------------------------------
+
+
+def _event(sequence: int, invocation: str, author: str, timestamp: float) -> event_pb2.Event:
+    role = "user" if author == "user" else "model"
+    return event_pb2.Event(
+        sequence=sequence,
+        invocation_id=invocation,
+        author=author,
+        timestamp=timestamp,
+        content=content_pb2.Content(role=role, parts=[content_pb2.Part(text="words " * 40)]),
+    )
+
+
+def test_a_token_plan_that_skips_an_older_pinned_event_commits() -> None:
+    """The token threshold's candidates are the events newer than the surviving summary's end;
+    an older one (clocks out of order) between them is not in its range, even pinned. The
+    commit reads the range the same way (the sequence span alone would hold event 5)."""
+    summary = event_pb2.Event(sequence=3, author="user", invocation_id="s", timestamp=12.0)
+    summary.actions.compaction.start_timestamp = 10.0
+    summary.actions.compaction.end_timestamp = 11.0
+    summary.actions.compaction.compacted_content.parts.add(text="Earlier.")
+    pinned = _event(5, "i2", "user", 5.0)
+    pinned.pinned = True
+    last = _event(8, "i3", "agent", 16.0)
+    last.usage_metadata.prompt_token_count = 200
+    log = [
+        _event(1, "i1", "user", 10.0),
+        _event(2, "i1", "agent", 11.0),
+        summary,
+        _event(4, "i2", "user", 13.0),
+        pinned,
+        _event(6, "i2", "agent", 14.0),
+        _event(7, "i3", "user", 15.0),
+        last,
+    ]
+    config = config_pb2.EventsCompactionConfig(token_threshold=100, event_retention_size=1)
+    plan = plan_token_threshold(log, config).plan
+    assert plan is not None
+    assert [event.sequence for event in plan.covered] == [4, 6, 7]
+    assert plan.rolls_up is summary
+    check_accepted(log, Proposal("token_threshold", plan), config)
+    # A range that starts before the summary's end can only be read whole: event 5 is in it.
+    with pytest.raises(ContextEngineError, match="event 5 is pinned"):
+        client_plan(
+            log,
+            first_sequence=1,
+            last_sequence=7,
+            rolls_up_sequence=0,
+            isolation_scope=None,
+            based_on_sequence=8,
+        )

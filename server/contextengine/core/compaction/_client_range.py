@@ -15,7 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextengine.core.compaction._obligations import still_open
-from contextengine.core.compaction._planner import CompactionPlan, seed_event
+from contextengine.core.compaction._planner import (
+    CompactionPlan,
+    after_surviving_summary,
+    seed_event,
+)
 from contextengine.core.context._rewind import apply_rewinds
 from contextengine.errors import ContextEngineError
 from contextengine.v1 import event_pb2
@@ -64,7 +68,7 @@ def client_plan(
                 f"{name} {sequence} is not a live, non-summary event of the range's scope",
                 sequence=sequence,
             )
-    covered = [
+    raw = [
         event
         for event in live
         if first_sequence <= event.sequence <= last_sequence
@@ -79,17 +83,50 @@ def client_plan(
                 f"rolls_up_sequence {rolls_up_sequence} is not a live summary of the range's scope",
                 sequence=rolls_up_sequence,
             )
-        if rolls_up.actions.compaction.end_timestamp >= covered[0].timestamp:
+        if rolls_up.actions.compaction.end_timestamp >= raw[0].timestamp:
             raise _bad_range(
                 "rolls_up_sequence",
                 "the rolled-up summary must end before the first event of the range",
                 sequence=rolls_up_sequence,
             )
+    # The two ways the planner reads a range: every raw event from first to last (sliding
+    # window), or only those newer than the end of the surviving summary, where the token
+    # threshold's candidates start (with clocks out of order, older ones can lie in between).
+    readings = [raw]
+    _, candidates = after_surviving_summary(live)
+    newer = {event.sequence for event in candidates}
+    token_reading = [event for event in raw if event.sequence in newer]
+    if len(token_reading) < len(raw) and {first_sequence, last_sequence} <= newer:
+        readings.append(token_reading)
+    refusals: list[ContextEngineError] = []
+    for covered in readings:
+        try:
+            return _checked(covered, live, rolls_up, isolation_scope, based_on_sequence)
+        except ContextEngineError as refusal:
+            refusals.append(refusal)
+    raise refusals[0]
+
+
+def _checked(
+    covered: list[event_pb2.Event],
+    live: list[event_pb2.Event],
+    rolls_up: event_pb2.Event | None,
+    isolation_scope: str | None,
+    based_on_sequence: int,
+) -> CompactionPlan:
+    """The plan summarising ``covered`` (the range's raw events, one reading of them), or
+    INVALID_COMPACTION_RANGE: pins as the planner keeps them (no pinned raw event in the range,
+    none whose timestamp the summary's range would hide), and nothing left open but dead calls
+    (the planner's own rule)."""
+    first_sequence, last_sequence = covered[0].sequence, covered[-1].sequence
     window = [seed_event(rolls_up), *covered] if rolls_up is not None else covered
     start, end = window[0].timestamp, window[-1].timestamp
+    inside = {event.sequence for event in covered}
     for event in live:
-        if event.pinned and (
-            first_sequence <= event.sequence <= last_sequence or start <= event.timestamp <= end
+        if (
+            event.pinned
+            and not event.actions.HasField("compaction")
+            and (event.sequence in inside or start <= event.timestamp <= end)
         ):
             raise _bad_range(
                 "first_sequence",

@@ -54,6 +54,7 @@ __all__ = [
     "PlanResult",
     "RecordedScan",
     "TokenReading",
+    "after_surviving_summary",
     "has_live_root_events",
     "latest_prompt_token_count",
     "plan_after_invocation",
@@ -327,6 +328,21 @@ def seed_event(summary: event_pb2.Event) -> event_pb2.Event:
     return seed
 
 
+def after_surviving_summary(
+    events: Sequence[event_pb2.Event],
+) -> tuple[event_pb2.Event | None, list[event_pb2.Event]]:
+    """The latest surviving summary of ``events`` (one scope, rewinds applied), if any, and the
+    raw events newer than its end: the token threshold's candidates (section 4.4)."""
+    previous = latest_non_subsumed_compaction(events)
+    boundary = 0.0
+    if previous is not None and previous.actions.compaction.HasField("end_timestamp"):
+        boundary = previous.actions.compaction.end_timestamp
+    candidates = [
+        event for event in events if not _is_summary(event) and event.timestamp > boundary
+    ]
+    return previous, candidates
+
+
 def plan_token_threshold(
     log: Sequence[event_pb2.Event],
     config: config_pb2.EventsCompactionConfig,
@@ -361,13 +377,7 @@ def plan_token_threshold(
         ).tokens
         if tokens is None or tokens < config.token_threshold:
             return PlanResult(None, BELOW_THRESHOLD)
-    previous = latest_non_subsumed_compaction(events)
-    boundary = 0.0
-    if previous is not None and previous.actions.compaction.HasField("end_timestamp"):
-        boundary = previous.actions.compaction.end_timestamp
-    candidates = [
-        event for event in events if not _is_summary(event) and event.timestamp > boundary
-    ]
+    previous, candidates = after_surviving_summary(events)
     retention = config.event_retention_size
     if len(candidates) <= retention:
         return PlanResult(None, NOTHING_TO_COMPACT)
