@@ -321,3 +321,44 @@ def test_tool_branch_with_two_ats_pairs_with_the_call_after_the_last_at(call_fir
         event.timestamp = float(timestamp)
     view = _check_every_step(events, adk_options(agent_name="root"))
     assert "50%" not in _texts(view.contents)
+
+
+def _idless(
+    kind: str, name: str, timestamp: float, *, also: event_pb2.Event | None = None
+) -> event_pb2.Event:
+    event = also if also is not None else event_pb2.Event(author="root", invocation_id="i1")
+    event.timestamp = timestamp
+    event.content.role = event.content.role or ("model" if kind == "call" else "user")
+    part = event.content.parts.add()
+    (part.function_call if kind == "call" else part.function_response).name = name
+    return event
+
+
+def test_idless_response_pairs_with_an_idless_call_of_another_name() -> None:
+    """ADK's async-history step pairs a response without id with the nearest call event before
+    it whose call has no id, whatever the names (calls in events that also hold a response are
+    never indexed): a new id-less response may belong to an id-less call of the view."""
+    events = [
+        text_event("q", invocation_id="i1", timestamp=1.0),
+        _idless("call", "f", 2.0),
+        _idless("response", "f", 3.0),
+        _call("c9", 4.0),
+        _idless("call", "g", 5.0, also=_response("c9", 0.0)),
+        _idless("response", "g", 6.0),
+        text_event("next", invocation_id="i2", timestamp=7.0),
+    ]
+    _check_every_step(events, adk_options(agent_name="root"))
+
+
+def test_idless_call_may_own_an_idless_response_of_the_view() -> None:
+    """A response without id and no indexed call before it goes to the first id-less call
+    event, even a later one: a new id-less call may take a response of the view."""
+    events = [
+        text_event("q", invocation_id="i1", timestamp=1.0),
+        _call("c9", 2.0),
+        _idless("call", "f", 3.0, also=_response("c9", 0.0)),
+        _idless("response", "f", 4.0),
+        _idless("call", "g", 5.0),
+        text_event("next", invocation_id="i2", timestamp=6.0),
+    ]
+    _check_every_step(events, adk_options(agent_name="root"))

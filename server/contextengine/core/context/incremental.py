@@ -11,7 +11,8 @@ pipeline's non-local rules decide when that is:
   end of the view when the view holds a summary (they would be re-sorted into or hidden by it);
 * call/response repair pairs events by call id across the whole history: the view must have no
   open call (every call answered, no pending long-running id) and the new events must not refer to
-  any call id, response id or tool sub-branch id of the view (and vice versa);
+  any call id, response id or tool sub-branch id of the view (and vice versa), nor hold an id-less
+  response while the view holds an id-less call (or the other way round), whatever the names;
 * the latest-response rearrangement and transcription folding look at the end of the history:
   the view's tail must be *closed* (``build_contents_tail``), judged on the events those rules
   actually see (after visibility, compaction masking and re-sorting, framing and orphan removal),
@@ -181,8 +182,13 @@ def _can_extend(view: View, new: Sequence[event_pb2.Event], new_items: Sequence[
         return False
     if any(i in old.calls for i in new_ids.branch_run_ids):
         return False
-    # Calls and responses without ids pair by name across the whole history.
-    if new_ids.idless_responses & old.idless_calls or new_ids.idless_calls & old.idless_responses:
+    # Calls and responses without ids pair across the whole history: by name (orphan removal,
+    # the latest-response rule), and by the missing id alone, whatever the names (the async
+    # history step, which also gives a response with no indexed call before it to the first
+    # id-less call event, even a later one).
+    if (new_ids.idless_responses and old.idless_calls) or (
+        new_ids.idless_calls and old.idless_responses
+    ):
         return False
     scope = view.options.isolation_scope
     return not (scope and scope in new_ids.calls)
