@@ -362,3 +362,22 @@ def test_idless_call_may_own_an_idless_response_of_the_view() -> None:
         text_event("next", invocation_id="i2", timestamp=6.0),
     ]
     _check_every_step(events, adk_options(agent_name="root"))
+
+
+@pytest.mark.parametrize("where", ["in-view", "appended"])
+def test_nan_timestamps_next_to_a_summary_are_rebuilt(where: str) -> None:
+    """A summary re-sorts the history by timestamp; a NaN timestamp has no place in that order
+    (the service rejects them; the pure functions must still not extend across one)."""
+    nan = float("nan")
+    events = [
+        text_event("q", timestamp=1.0),
+        _summary(0.0, 0.5, 2.0, content_pb2.Part(text="S")),
+        text_event("a", author="root", timestamp=nan if where == "in-view" else 3.0),
+        text_event("b", timestamp=nan if where == "appended" else 4.0),
+        text_event("c", author="root", timestamp=5.0),
+    ]
+    options = adk_options(agent_name="root")
+    view: View | None = None
+    for cut in range(1, len(events) + 1):
+        view = materialize(events[:cut], options, COUNTER, view)
+        assert view.contents == build_contents(events[:cut], options), f"after {cut} events"

@@ -171,7 +171,8 @@ def _can_extend(view: View, new: Sequence[event_pb2.Event], new_items: Sequence[
             return False
         if view.has_compaction:
             # Summaries re-sort the history by timestamp and hide events inside their ranges.
-            if event.timestamp < previous_time or event.timestamp <= view.max_summary_end:
+            # (written so that a NaN timestamp, which sorts nowhere in particular, fails too)
+            if not event.timestamp >= previous_time or event.timestamp <= view.max_summary_end:
                 return False
             previous_time = event.timestamp
         new_ids.add(event, item)
@@ -205,6 +206,8 @@ def _summarize(
     finite = True
     for event, item in zip(events, items, strict=True):
         ids.add(event, item)
+        if item.timestamp != item.timestamp:  # NaN: where a summary re-sorts it is anyone's guess
+            finite = False
         max_time = max(max_time, item.timestamp)
         if item.is_compaction:
             has_compaction = True
