@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import grpc
 import pytest
-from google.protobuf import struct_pb2
+from google.protobuf import message_factory, struct_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -20,9 +20,14 @@ from contextengine.server import ServerSettings
 from contextengine.store import SqliteStore
 from contextengine.testing import start_local_server
 from contextengine.v1 import (
+    compaction_service_pb2,
     config_pb2,
+    context_service_pb2,
+    memory_service_pb2,
+    session_service_pb2,
     session_service_pb2 as pb,
     session_service_pb2_grpc,
+    subscription_service_pb2,
     subscription_service_pb2 as spb,
     subscription_service_pb2_grpc,
 )
@@ -634,3 +639,49 @@ async def test_cursor_of_many_digits_is_invalid_cursor() -> None:
                 pass
         assert err.value.code() == INVALID, err.value.details()
         assert _error_info(err.value).reason == "INVALID_CURSOR"
+
+
+async def test_longest_ids_get_an_error_info_from_every_rpc() -> None:
+    """Ids of 256 four-byte characters are valid; a SESSION_NOT_FOUND quoting three of them
+    used to exceed the metadata limit (percent-encoded, the message alone was 9 KiB)."""
+    emoji = "\U0001f600" * 256
+    files = [
+        session_service_pb2.DESCRIPTOR,
+        context_service_pb2.DESCRIPTOR,
+        subscription_service_pb2.DESCRIPTOR,
+        compaction_service_pb2.DESCRIPTOR,
+        memory_service_pb2.DESCRIPTOR,
+    ]
+    errors: dict[str, grpc.aio.AioRpcError] = {}
+    async with (
+        start_local_server() as server,
+        grpc.aio.insecure_channel(server.target) as channel,
+    ):
+        for service in (s for f in files for s in f.services_by_name.values()):
+            for method in service.methods:
+                cls = message_factory.GetMessageClass(method.input_type)
+                fields = method.input_type.fields_by_name
+                if not {"app_name", "user_id", "session_id"} <= set(fields):
+                    continue
+                request = cls(app_name=emoji, user_id=emoji, session_id=emoji)
+                path = f"/{service.full_name}/{method.name}"
+                identity: Any = lambda b: b  # noqa: E731
+                try:
+                    if method.server_streaming:
+                        stream = channel.unary_stream(
+                            path, request_serializer=identity, response_deserializer=identity
+                        )
+                        call: Any = stream(request.SerializeToString(), timeout=10)
+                        async for _ in call:
+                            pass
+                    else:
+                        unary = channel.unary_unary(
+                            path, request_serializer=identity, response_deserializer=identity
+                        )
+                        await unary(request.SerializeToString(), timeout=10)
+                except grpc.aio.AioRpcError as err:
+                    errors[path] = err
+    assert len(errors) >= 15, list(errors)  # most RPCs answer SESSION_NOT_FOUND
+    for path, error in errors.items():
+        assert error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED, (path, error.details())
+        assert _error_info(error).reason, path
