@@ -9,8 +9,12 @@ message that says why the obligation is open (never "outside the range" when not
 
 from __future__ import annotations
 
+import asyncio
+import random
+
 import grpc
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from contextengine.client import ContextEngineClient
 from contextengine.core.structs import dict_to_struct
@@ -20,6 +24,8 @@ from contextengine.v1 import (
     content_pb2,
     event_pb2,
 )
+from tests.core.test_compaction_commit_property import compaction_configs, proto_events
+from tests.parity.context_strategies import Session, sessions
 from tests.service.helpers import text_event
 from tests.service.test_compaction import (
     APP,
@@ -31,6 +37,11 @@ from tests.service.test_compaction import (
     events_of,
     expect_error,
     summaries,
+)
+
+pytestmark = pytest.mark.filterwarnings(
+    # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
+    r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
 )
 
 CLIENT = config_pb2.SummarizerConfig(client=config_pb2.ClientSummarizerConfig())
@@ -288,3 +299,74 @@ async def test_the_newest_invocations_open_call_is_named_as_such() -> None:
             call("c2", invocation="i2"),  # 4: i2 may still be running
         )
         await rejected(client, 1, 4, 4, "c2", says=("newest", "'i2'"))
+
+
+# -- generated sessions through the service ---------------------------------------------------
+
+
+async def _replay(session: Session, config: config_pb2.EventsCompactionConfig, seed: int) -> int:
+    """Appends the session's events one by one; after each, plans with every configured trigger
+    (the token threshold for the root scope and each isolation scope so far) and commits one of
+    the plans unchanged, which must be accepted. Returns how many plans were committed."""
+    rng = random.Random(seed)
+    committed = 0
+    async with engine(config=config, summarizer=CLIENT) as (_, client):
+        scopes: set[str] = set()
+        for event in proto_events(session.events, rng):
+            await client.append_event(APP, USER, SESSION, event)
+            if event.HasField("isolation_scope"):
+                scopes.add(event.isolation_scope)
+            asks: list[tuple[kpb.CompactionTrigger.ValueType, str | None]] = [
+                (kpb.COMPACTION_TRIGGER_AFTER_INVOCATION, None)
+            ]
+            if config.HasField("compaction_interval"):
+                asks.append((kpb.COMPACTION_TRIGGER_SLIDING_WINDOW, None))
+            if config.HasField("token_threshold"):
+                asks += [(TOKEN, scope) for scope in [None, *sorted(scopes)]]
+            plans = []
+            for trigger, scope in asks:
+                response = await client.plan_compaction(
+                    APP,
+                    USER,
+                    SESSION,
+                    trigger=trigger,
+                    isolation_scope=scope,
+                    ignore_trigger=rng.random() < 0.5,
+                )
+                if response.HasField("plan"):
+                    plans.append(response.plan)
+            if plans:
+                plan = rng.choice(plans)
+                summary = await client.commit_compaction(APP, USER, SESSION, plan, "Summary.")
+                compaction = summary.actions.compaction
+                assert compaction.end_sequence == plan.last_sequence
+                assert (compaction.start_timestamp, compaction.end_timestamp) == (
+                    plan.start_timestamp,
+                    plan.end_timestamp,
+                )
+                committed += 1
+    return committed
+
+
+#: plans committed by the generated gRPC check (a run that commits none checks nothing)
+COMMITTED: list[int] = []
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    session=st.sampled_from(("tools", "compaction", "rewind")).flatmap(sessions),
+    config=compaction_configs(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_generated_sessions_commit_every_plan_over_grpc(
+    session: Session, config: config_pb2.EventsCompactionConfig, seed: int
+) -> None:
+    """After every event of a generated session (long-running calls, confirmations, auth
+    requests, calls never answered, rewinds, imported summaries, pins), one of the plans
+    PlanCompaction returns is committed unchanged: CommitCompaction accepts it."""
+    COMMITTED.append(asyncio.run(_replay(session, config, seed)))
