@@ -80,6 +80,7 @@ class ContextEngineClient:
         self.target = target
         self.timeout = timeout
         self.attempts = attempts
+        self._max_message_bytes = max_message_bytes
         self._channel = grpc.aio.insecure_channel(
             target,
             options=[
@@ -125,7 +126,7 @@ class ContextEngineClient:
                 return await fn()
             except grpc.aio.AioRpcError as err:
                 if err.code() not in retry_on or attempt == self.attempts:
-                    raise await to_rpc_error(err) from None
+                    raise await to_rpc_error(err, self._max_message_bytes) from None
             await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")

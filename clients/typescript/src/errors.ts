@@ -101,6 +101,21 @@ export function toContextEngineError(err: unknown, method = ""): ContextEngineEr
   const connectError = ConnectError.from(err);
   const infos = connectError.findDetails(ErrorInfoSchema);
   const info = infos.find((i) => i.domain === ERROR_DOMAIN) ?? infos[0];
+  const tooLarge = info === undefined ? transportTooLarge(connectError) : undefined;
+  if (tooLarge !== undefined) {
+    return new ContextEngineError(
+      {
+        code: "RESOURCE_EXHAUSTED",
+        message: connectError.rawMessage,
+        reason: "REQUEST_TOO_LARGE",
+        domain: ERROR_DOMAIN,
+        metadata: tooLarge,
+        method,
+        clientSide: tooLarge.refused_by === "client",
+      },
+      { cause: err },
+    );
+  }
   // A status that never reached the server: connection refused, reset, deadline, abort.
   const clientSide = info === undefined && isClientSideCode(connectError.code);
   return new ContextEngineError(
@@ -115,6 +130,35 @@ export function toContextEngineError(err: unknown, method = ""): ContextEngineEr
     },
     { cause: err },
   );
+}
+
+/** grpc core's words when the server's transport refuses an oversized request unread. */
+const SERVER_TOO_LARGE = /Received message larger than max \((\d+) vs\. (\d+)\)/;
+/** Connect's words when this client refuses to send an oversized request. */
+const CLIENT_TOO_LARGE = /message size (\d+) is larger than configured writeMaxBytes (\d+)/;
+
+/**
+ * The `REQUEST_TOO_LARGE` metadata of a bare RESOURCE_EXHAUSTED about an oversized request, or
+ * undefined. Beyond twice `--max-request-bytes` the server's gRPC transport refuses a request
+ * from its length prefix, without an ErrorInfo (see errors.proto); this client reports it with
+ * the reason the server uses below that bound. (This client's own receive limit is worded
+ * differently by Connect, so a too-large response is never mistaken for it.)
+ */
+function transportTooLarge(error: ConnectError): Record<string, string> | undefined {
+  if (error.code !== Code.ResourceExhausted) {
+    return undefined;
+  }
+  const server = SERVER_TOO_LARGE.exec(error.rawMessage);
+  const client = server ? null : CLIENT_TOO_LARGE.exec(error.rawMessage);
+  const match = server ?? client;
+  if (!match) {
+    return undefined;
+  }
+  return {
+    request_bytes: match[1] ?? "",
+    transport_limit_bytes: match[2] ?? "",
+    refused_by: server ? "server_transport" : "client",
+  };
 }
 
 function isClientSideCode(code: Code): boolean {

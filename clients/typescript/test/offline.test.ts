@@ -62,6 +62,33 @@ describe("errors", () => {
     assert.deepEqual(err.metadata, {});
   });
 
+  it("gRPC's own refusal of an oversized request is REQUEST_TOO_LARGE", () => {
+    const server = toContextEngineError(
+      new ConnectError(
+        "Received message larger than max (9437201 vs. 8388608)",
+        Code.ResourceExhausted,
+      ),
+    );
+    assert.equal(server.reason, "REQUEST_TOO_LARGE");
+    assert.deepEqual(server.metadata, {
+      request_bytes: "9437201",
+      transport_limit_bytes: "8388608",
+      refused_by: "server_transport",
+    });
+    assert.equal(server.clientSide, false);
+    const client = toContextEngineError(
+      new ConnectError(
+        "message size 70000000 is larger than configured writeMaxBytes 67108864",
+        Code.ResourceExhausted,
+      ),
+    );
+    assert.equal(client.reason, "REQUEST_TOO_LARGE");
+    assert.equal(client.metadata.refused_by, "client");
+    assert.equal(client.clientSide, true);
+    const other = toContextEngineError(new ConnectError("quota", Code.ResourceExhausted));
+    assert.equal(other.reason, "");
+  });
+
   it("anything else becomes UNKNOWN", () => {
     const err = toContextEngineError(new TypeError("oops"));
     assert.equal(err.code, "UNKNOWN");

@@ -74,6 +74,21 @@ describe("unary calls", () => {
     );
   });
 
+  it("an oversized request is REQUEST_TOO_LARGE at any size", async () => {
+    const ref = await newSession();
+    // The server's default limit is 4 MiB; its transport refuses beyond 8 MiB without ErrorInfo.
+    for (const size of [5 * 1024 * 1024, 9 * 1024 * 1024]) {
+      await assert.rejects(ce.appendEvent({ ...ref, event: said("x".repeat(size)) }), (err) => {
+        assert.ok(err instanceof ContextEngineError);
+        assert.equal(err.code, "RESOURCE_EXHAUSTED");
+        assert.equal(err.reason, "REQUEST_TOO_LARGE");
+        assert.ok(Number(err.metadata.request_bytes) > size, JSON.stringify(err.metadata));
+        return true;
+      });
+    }
+    await ce.appendEvent({ ...ref, event: said("fits") });
+  });
+
   it("an append with a client-assigned id is idempotent", async () => {
     const address = await newSession();
     const first = await ce.appendEvent({ ...address, event: said("hello") });

@@ -47,7 +47,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_INVALID_CACHE_CONFIG: _ErrorReason.ValueType  # 6
     """INVALID_ARGUMENT: a ContextCacheConfig is out of ADK's bounds. Metadata: `field`."""
     ERROR_REASON_INVALID_PAGE_TOKEN: _ErrorReason.ValueType  # 7
-    """INVALID_ARGUMENT: a page token is malformed or belongs to another request. Metadata: `field`."""
+    """INVALID_ARGUMENT: a page token is malformed, altered, issued by another database or an earlier
+    version, or belongs to another request. List again from the first page. Metadata: `field`.
+    """
     ERROR_REASON_INVALID_ARGUMENT: _ErrorReason.ValueType  # 8
     """INVALID_ARGUMENT: some other field has an invalid value (negative page size, negative count,
     ...). Metadata: `field`.
@@ -112,8 +114,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     the gRPC transport refuses the message from its length prefix and discards the rest unread,
     so that no client can make the server buffer more: the status is then RESOURCE_EXHAUSTED
     from gRPC itself, with the message "Received message larger than max (<request bytes> vs.
-    <twice the limit>)" and no ErrorInfo (grpc gives the application no hook there). Clients
-    should read RESOURCE_EXHAUSTED without ErrorInfo on a request as this reason.
+    <twice the limit>)" and no ErrorInfo (grpc gives the application no hook there). The Python
+    and TypeScript clients report that status as this reason too, with metadata
+    `request_bytes`, `transport_limit_bytes` and `refused_by` ("server_transport"; "client" when
+    the client's own send limit refused the request before sending it); other clients should
+    read RESOURCE_EXHAUSTED without ErrorInfo on a request the same way.
     """
     ERROR_REASON_SUBSCRIBER_LAGGED: _ErrorReason.ValueType  # 51
     """RESOURCE_EXHAUSTED: a subscriber fell further behind than its buffer allows. Metadata:
@@ -161,7 +166,9 @@ ERROR_REASON_INVALID_COMPACTION_CONFIG: ErrorReason.ValueType  # 5
 ERROR_REASON_INVALID_CACHE_CONFIG: ErrorReason.ValueType  # 6
 """INVALID_ARGUMENT: a ContextCacheConfig is out of ADK's bounds. Metadata: `field`."""
 ERROR_REASON_INVALID_PAGE_TOKEN: ErrorReason.ValueType  # 7
-"""INVALID_ARGUMENT: a page token is malformed or belongs to another request. Metadata: `field`."""
+"""INVALID_ARGUMENT: a page token is malformed, altered, issued by another database or an earlier
+version, or belongs to another request. List again from the first page. Metadata: `field`.
+"""
 ERROR_REASON_INVALID_ARGUMENT: ErrorReason.ValueType  # 8
 """INVALID_ARGUMENT: some other field has an invalid value (negative page size, negative count,
 ...). Metadata: `field`.
@@ -226,8 +233,11 @@ costs the server about three times its size while it is refused). Beyond twice t
 the gRPC transport refuses the message from its length prefix and discards the rest unread,
 so that no client can make the server buffer more: the status is then RESOURCE_EXHAUSTED
 from gRPC itself, with the message "Received message larger than max (<request bytes> vs.
-<twice the limit>)" and no ErrorInfo (grpc gives the application no hook there). Clients
-should read RESOURCE_EXHAUSTED without ErrorInfo on a request as this reason.
+<twice the limit>)" and no ErrorInfo (grpc gives the application no hook there). The Python
+and TypeScript clients report that status as this reason too, with metadata
+`request_bytes`, `transport_limit_bytes` and `refused_by` ("server_transport"; "client" when
+the client's own send limit refused the request before sending it); other clients should
+read RESOURCE_EXHAUSTED without ErrorInfo on a request the same way.
 """
 ERROR_REASON_SUBSCRIBER_LAGGED: ErrorReason.ValueType  # 51
 """RESOURCE_EXHAUSTED: a subscriber fell further behind than its buffer allows. Metadata:
