@@ -1,11 +1,19 @@
 """Incremental materialization equals a full rebuild (and ADK), on generated logs growing one
 event at a time and in random batches; generated logs end in an event nobody sees (state delta
-only, empty text, summary, rewind...) as often as in a message. Named regressions below."""
+only, empty text, summary, rewind...) as often as in a message. Named regressions below (each
+found by a hunt or by reading ADK, and failing before its fix).
+
+Hunting profile (by hand): ``INCREMENTAL_HUNT=<n>`` multiplies the generated examples and the
+seeded sessions by ``n``; with ``HYPOTHESIS_PROFILE=explore`` the generated ones are fresh on
+every run, e.g. ``HYPOTHESIS_PROFILE=explore INCREMENTAL_HUNT=20 .venv/bin/pytest
+tests/core/context/test_incremental.py --timeout=0 -x -q``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import random
 from collections.abc import Sequence
 
@@ -26,6 +34,9 @@ from tests.parity.context_strategies import Session, sessions, views
 from tests.service.helpers import text_event
 
 COUNTER = CharsPerFourCounter()
+
+#: the hunting profile's multiplier (see the module docstring)
+SCALE = int(os.environ.get("INCREMENTAL_HUNT", "1"))
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -48,7 +59,7 @@ def _check_growth(
 
 
 @settings(
-    max_examples=150,
+    max_examples=150 * SCALE,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -70,7 +81,7 @@ def test_random_sessions_grow_like_rebuilds(block: int, caplog: pytest.LogCaptur
     """Seeded odd sessions (``random_sessions``, half of their events followed by a quiet one):
     after every appended event, the incremental view equals a fresh build, and ADK."""
     caplog.set_level(logging.ERROR)  # ADK warns about every orphan it drops
-    for seed in range(block * 50, block * 50 + 50):
+    for seed in range(block * 50 * SCALE, (block + 1) * 50 * SCALE):
         rng = random.Random(seed)
         adk_events = random_session(rng, rng.randrange(1, 25), quiet=True)
         options = random_options(rng)
