@@ -411,10 +411,12 @@ def _mutate_once(draw: st.DrawFn, root: message.Message, vocab: Vocabulary) -> N
     if not sites:
         return
     msg, fd = draw(st.sampled_from(sites))
-    action = draw(st.sampled_from(["clear", "set", "set", "awkward", "grow"]))
+    action = draw(st.sampled_from(["clear", "set", "set", "awkward", "grow", "huge"]))
     try:
         if action == "clear":
             msg.ClearField(fd.name)
+        elif action == "huge":
+            _make_huge(draw, msg, fd, vocab)
         elif action == "awkward" and fd.type == FD.TYPE_STRING and not fd.is_repeated:
             setattr(msg, fd.name, draw(st.sampled_from(AWKWARD_STRINGS)))
         elif action == "grow" and fd.is_repeated:
@@ -434,6 +436,45 @@ def _mutate_once(draw: st.DrawFn, root: message.Message, vocab: Vocabulary) -> N
             _fill(draw, msg, fd, vocab, 1)
     except (ValueError, TypeError):
         pass
+
+
+#: lengths of the long values a "huge" mutation sets
+HUGE_LENGTHS = (257, 1000, 4301, 10_000, 60_000)
+
+
+def huge_strings() -> st.SearchStrategy[str]:
+    """Long strings: one awkward character (or a short awkward string) many times over."""
+    unit = st.one_of(
+        st.sampled_from(["x", "9", "\x00", "\x01", "\U0001f600", "é", "[", "%", " ", "\n"]),
+        st.sampled_from(AWKWARD_STRINGS[:40]).filter(bool),
+    )
+    return st.tuples(unit, st.sampled_from(HUGE_LENGTHS)).map(
+        lambda pair: (pair[0] * pair[1])[: pair[1]]
+    )
+
+
+def _make_huge(draw: st.DrawFn, msg: message.Message, fd: Any, vocab: Vocabulary) -> None:
+    """Sets ``fd`` to something long: a long string or bytes, or many repeated values."""
+    if fd.is_repeated and not is_map(fd):
+        values = getattr(msg, fd.name)
+        count = draw(st.sampled_from([100, 2000]))
+        if fd.message_type is not None:
+            if len(values):
+                first = values[0]
+                for _ in range(min(count, 200)):
+                    values.add().CopyFrom(first)
+            return
+        if fd.type == FD.TYPE_STRING:
+            element: Any = draw(st.one_of(vocab.strings(), huge_strings().map(lambda t: t[:300])))
+        else:
+            element = draw(scalar(fd, vocab))
+        values.extend([element] * count)
+    elif fd.type == FD.TYPE_STRING:
+        setattr(msg, fd.name, draw(huge_strings()))
+    elif fd.type == FD.TYPE_BYTES:
+        setattr(msg, fd.name, bytes(draw(st.sampled_from(HUGE_LENGTHS))))
+    else:
+        _fill(draw, msg, fd, vocab, 1)
 
 
 @st.composite
