@@ -23,7 +23,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 from google.protobuf import json_format
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from contextengine.core.compaction import content_json_size, is_worth_compacting
 from contextengine.v1 import content_pb2
@@ -169,7 +169,8 @@ _CONTENTS = st.builds(
 )
 
 
-@settings(max_examples=300)
+# Slow generation is the shared machine, not the property: no health check, no deadline.
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(content=_CONTENTS)
 def test_content_json_size_matches_google_genai(content: types.Content) -> None:
     assert content_json_size(_proto(content)) == _adk_size(content)
