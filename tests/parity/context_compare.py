@@ -17,7 +17,8 @@ on that prefix. ``pure`` answers twice per step, from its incremental view
 (``core.context.incremental.materialize``, extended step by step as the service does) and from a
 fresh build; ``grpc`` appends each event to one session (one AppendEvents per event) and calls
 BuildContext for every view after each append, so the service's cached views are extended as in
-a running agent. The contexts built before every model call are what a model sees, not only the
+a running agent (and, at the last step, also answers from a fresh session given the whole log in
+one AppendEvents). The contexts built before every model call are what a model sees, not only the
 final one.
 
 Adding an engine: write one blocking function with the :data:`EngineFn` signature and append
@@ -154,7 +155,14 @@ def _grpc_grow(
 ) -> Iterator[list[list[Answer]]]:
     from .grpc_engine import grow_over_grpc
 
-    yield from grow_over_grpc(events, options)
+    for step, answers in enumerate(grow_over_grpc(events, options), start=1):
+        if step == len(events):
+            # and the whole log in one AppendEvents to a fresh session (the first BuildContext
+            # of a session materializes in full)
+            for view_answers, view_options in zip(answers, options, strict=True):
+                fresh = outcome_of_call(partial(_grpc, events, view_options))
+                view_answers.append(("one append, fresh", fresh))
+        yield answers
 
 
 #: Every engine the differential tests check against ADK.
