@@ -64,8 +64,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     ERROR_REASON_INVALID_COMPACTION_RANGE: _ErrorReason.ValueType  # 11
     """INVALID_ARGUMENT: a client-committed compaction range is not acceptable: it is empty or
-    reversed, names events that are not live root-scope events, contains a pinned event, or
-    leaves a function call (or a confirmation / auth request) made inside it unanswered there.
+    reversed, names events that are not live raw events of its scope, contains a pinned event,
+    or leaves a function call (or a confirmation / auth request) made inside it open while it
+    may still be answered (calls that never can are not counted, as when planning: a range
+    PlanCompaction returned is always acceptable). The message says why the call is open.
     Metadata: `field`, and `call_id` or `sequence` when one event is to blame.
     """
     ERROR_REASON_INVALID_MEMORY_CONFIG: _ErrorReason.ValueType  # 12
@@ -183,8 +185,10 @@ Metadata: `field`.
 """
 ERROR_REASON_INVALID_COMPACTION_RANGE: ErrorReason.ValueType  # 11
 """INVALID_ARGUMENT: a client-committed compaction range is not acceptable: it is empty or
-reversed, names events that are not live root-scope events, contains a pinned event, or
-leaves a function call (or a confirmation / auth request) made inside it unanswered there.
+reversed, names events that are not live raw events of its scope, contains a pinned event,
+or leaves a function call (or a confirmation / auth request) made inside it open while it
+may still be answered (calls that never can are not counted, as when planning: a range
+PlanCompaction returned is always acceptable). The message says why the call is open.
 Metadata: `field`, and `call_id` or `sequence` when one event is to blame.
 """
 ERROR_REASON_INVALID_MEMORY_CONFIG: ErrorReason.ValueType  # 12
