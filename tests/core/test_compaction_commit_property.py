@@ -319,3 +319,72 @@ def test_a_token_plan_that_skips_an_older_pinned_event_commits() -> None:
             isolation_scope=None,
             based_on_sequence=8,
         )
+
+
+def _with_parts(event: event_pb2.Event, *parts: content_pb2.Part) -> event_pb2.Event:
+    del event.content.parts[:]
+    event.content.parts.extend(parts)
+    return event
+
+
+def _call(call_id: str) -> content_pb2.Part:
+    return content_pb2.Part(function_call=content_pb2.FunctionCall(id=call_id, name="f"))
+
+
+def _response(call_id: str) -> content_pb2.Part:
+    return content_pb2.Part(function_response=content_pb2.FunctionResponse(id=call_id, name="f"))
+
+
+def _refusal(log: Sequence[event_pb2.Event], first: int, last: int) -> ContextEngineError:
+    with pytest.raises(ContextEngineError) as refused:
+        client_plan(
+            log,
+            first_sequence=first,
+            last_sequence=last,
+            rolls_up_sequence=0,
+            isolation_scope=None,
+            based_on_sequence=len(log),
+        )
+    assert refused.value.reason == "INVALID_COMPACTION_RANGE"
+    return refused.value
+
+
+def test_a_call_answered_only_in_its_own_event_is_described_as_such() -> None:
+    """ADK closes responses before an event's calls open: a call and its response in one event
+    leave the call open. The message says so (not that the response is elsewhere)."""
+    log = [
+        _event(1, "i1", "user", 1.0),
+        _with_parts(_event(2, "i1", "agent", 2.0), _call("c1"), _response("c1")),
+        _event(3, "i2", "user", 3.0),
+    ]
+    refusal = _refusal(log, 1, 2)
+    assert refusal.metadata["call_id"] == "c1"
+    assert str(refusal) == (
+        "the range 1..2 leaves call 'c1' open: nothing after event 2 answers it (the response "
+        "in event 2 does not follow it)"
+    )
+
+
+def test_a_request_whose_call_is_before_the_range_is_described_as_such() -> None:
+    """A confirmation request opened in the range for a call made before it: nothing answers it,
+    and the dead-call rule only rules on calls made in or after the range."""
+    placeholder = _with_parts(_event(2, "i1", "agent", 2.0), _response("c1"))
+    placeholder.actions.requested_tool_confirmations["c1"].hint = "Write the file?"
+    log = [
+        _with_parts(_event(1, "i1", "agent", 1.0), _call("c1")),
+        placeholder,
+        _event(3, "i2", "user", 3.0),
+    ]
+    refusal = _refusal(log, 2, 2)
+    assert refusal.metadata["call_id"] == "c1"
+    assert "nothing answers it" in str(refusal)
+    assert "outside" not in str(refusal)
+    # From the call on, the call is dead (its invocation is over, nothing answers it): accepted.
+    client_plan(
+        log,
+        first_sequence=1,
+        last_sequence=2,
+        rolls_up_sequence=0,
+        isolation_scope=None,
+        based_on_sequence=3,
+    )
