@@ -13,6 +13,8 @@ import java.util.TreeMap;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The one exception {@link ContextEngineClient} throws (unchecked): the gRPC status code and, when
@@ -32,6 +34,9 @@ public final class ContextEngineException extends RuntimeException {
 
   /** The domain of every reason the engine sends. */
   public static final String DOMAIN = "contextengine.v1";
+
+  private static final Pattern TRANSPORT_LIMIT =
+      Pattern.compile("Received message larger than max \\((\\d+) vs\\. (\\d+)\\)");
 
   private final Status.Code code;
   private final String reason;
@@ -160,6 +165,25 @@ public final class ContextEngineException extends RuntimeException {
                 || code == Status.Code.DEADLINE_EXCEEDED
                 || code == Status.Code.CANCELLED);
     String description = status.getDescription() == null ? "" : status.getDescription();
+    if (info == null && code == Status.Code.RESOURCE_EXHAUSTED) {
+      // errors.proto: beyond twice its limit the server's gRPC transport refuses a request from
+      // its length prefix, without ErrorInfo; that is REQUEST_TOO_LARGE too.
+      Matcher m = TRANSPORT_LIMIT.matcher(description);
+      if (m.find()) {
+        return new ContextEngineException(
+            code,
+            description,
+            "REQUEST_TOO_LARGE",
+            DOMAIN,
+            Map.of(
+                "request_bytes", m.group(1),
+                "transport_limit_bytes", m.group(2),
+                "refused_by", "server_transport"),
+            method,
+            false,
+            t);
+      }
+    }
     return new ContextEngineException(
         code,
         description,

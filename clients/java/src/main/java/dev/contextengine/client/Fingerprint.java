@@ -1,0 +1,342 @@
+package dev.contextengine.client;
+
+import com.google.gson.Gson;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.MessageOrBuilder;
+import com.google.protobuf.Struct;
+import com.google.protobuf.util.JsonFormat;
+import dev.contextengine.v1.BuildContextRequest;
+import dev.contextengine.v1.Content;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The prompt-cache fingerprint, computed in the client: the same lowercase hex SHA-256 the sidecar
+ * returns in {@code BuildContextResponse.fingerprint} (docs/design/prompt-cache.md, section 1, is
+ * the normative text; every vector of tests/golden/fingerprints/vectors.json is checked by the
+ * tests). The digest is taken over the UTF-8 bytes of the RFC 8785 (JCS) canonical JSON of
+ *
+ * <pre>
+ * {"v": 1, "model": ..., "system_instruction": ..., "tools": [...], "tool_config": ...,
+ *  "contents": [the first n contents]}
+ * </pre>
+ *
+ * <p>where contents and the system instruction are proto3 JSON with the original (snake_case)
+ * field names, tools are normalised (each tool's {@code function_declarations} sorted by name,
+ * then the tools sorted by their canonical text), and empty parts are left out.
+ *
+ * <p>RFC 8785 is implemented here rather than taken from a library: the one Java implementation
+ * on Maven Central (the RFC author's reference code) is not maintained as a library, and the
+ * canonicalization needed is small: JSON values as plain Java objects (Map, List, String, Number,
+ * Boolean, null), members sorted by UTF-16 code units, ECMAScript number formatting (computed
+ * exactly with BigDecimal, since Java 17's {@code Double.toString} is not always the shortest).
+ *
+ * <pre>{@code
+ * BuildContextResponse context = client.buildContext(request);
+ * Fingerprint.of(request, context.getContentsList(), context.getCacheableContentsCount())
+ *     .equals(context.getFingerprint());
+ * }</pre>
+ */
+public final class Fingerprint {
+  private Fingerprint() {}
+
+  /** The {@code "v"} of the fingerprint document. */
+  public static final int VERSION = 1;
+
+  private static final Gson GSON = new Gson();
+  private static final JsonFormat.Printer PRINTER =
+      JsonFormat.printer().preservingProtoFieldNames().omittingInsignificantWhitespace();
+
+  /** The value is not canonicalizable JSON (NaN, an infinity, a lone surrogate, another type). */
+  public static final class CanonicalizationException extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+
+    CanonicalizationException(String message) {
+      super(message);
+    }
+  }
+
+  /** The RFC 8785 canonical text of a JSON value given as plain Java objects. */
+  public static String canonicalize(Object value) {
+    StringBuilder out = new StringBuilder();
+    write(value, out);
+    return out.toString();
+  }
+
+  /** The RFC 8785 canonical text of a JSON text. */
+  public static String canonicalizeJson(String json) {
+    return canonicalize(GSON.fromJson(json, Object.class));
+  }
+
+  /** A message as plain JSON (proto3 JSON, original field names). */
+  public static Object json(MessageOrBuilder message) {
+    try {
+      return GSON.fromJson(PRINTER.print(message), Object.class);
+    } catch (InvalidProtocolBufferException e) {
+      throw new CanonicalizationException("cannot print " + message.getClass() + ": " + e);
+    }
+  }
+
+  private static void write(Object value, StringBuilder out) {
+    if (value == null) {
+      out.append("null");
+    } else if (value instanceof Boolean) {
+      out.append(((Boolean) value) ? "true" : "false");
+    } else if (value instanceof String) {
+      writeString((String) value, out);
+    } else if (value instanceof Number) {
+      out.append(number(((Number) value).doubleValue()));
+    } else if (value instanceof List) {
+      out.append('[');
+      boolean first = true;
+      for (Object item : (List<?>) value) {
+        if (!first) {
+          out.append(',');
+        }
+        first = false;
+        write(item, out);
+      }
+      out.append(']');
+    } else if (value instanceof Map) {
+      TreeMap<String, Object> sorted = new TreeMap<>(Comparator.naturalOrder());
+      for (Map.Entry<?, ?> entry : ((Map<?, ?>) value).entrySet()) {
+        if (!(entry.getKey() instanceof String)) {
+          throw new CanonicalizationException("object member names are strings");
+        }
+        sorted.put((String) entry.getKey(), entry.getValue());
+      }
+      out.append('{');
+      boolean first = true;
+      for (Map.Entry<String, Object> entry : sorted.entrySet()) {
+        if (!first) {
+          out.append(',');
+        }
+        first = false;
+        writeString(entry.getKey(), out);
+        out.append(':');
+        write(entry.getValue(), out);
+      }
+      out.append('}');
+    } else {
+      throw new CanonicalizationException("a " + value.getClass().getName() + " is not a JSON value");
+    }
+  }
+
+  private static void writeString(String text, StringBuilder out) {
+    out.append('"');
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (Character.isHighSurrogate(c)) {
+        if (i + 1 >= text.length() || !Character.isLowSurrogate(text.charAt(i + 1))) {
+          throw new CanonicalizationException("a string holds a lone surrogate");
+        }
+        out.append(c).append(text.charAt(++i));
+        continue;
+      }
+      if (Character.isLowSurrogate(c)) {
+        throw new CanonicalizationException("a string holds a lone surrogate");
+      }
+      switch (c) {
+        case '"':
+          out.append("\\\"");
+          break;
+        case '\\':
+          out.append("\\\\");
+          break;
+        case '\b':
+          out.append("\\b");
+          break;
+        case '\f':
+          out.append("\\f");
+          break;
+        case '\n':
+          out.append("\\n");
+          break;
+        case '\r':
+          out.append("\\r");
+          break;
+        case '\t':
+          out.append("\\t");
+          break;
+        default:
+          if (c < 0x20) {
+            out.append(String.format("\\u%04x", (int) c));
+          } else {
+            out.append(c);
+          }
+      }
+    }
+    out.append('"');
+  }
+
+  /**
+   * The canonical text of a finite number: ECMAScript's {@code Number.prototype.toString}
+   * (shortest round-trip digits, exponent form from 1e21 up and below 1e-6), {@code -0} as 0.
+   */
+  public static String number(double value) {
+    if (Double.isNaN(value) || Double.isInfinite(value)) {
+      throw new CanonicalizationException(value + " is not a JSON number");
+    }
+    if (value == 0) {
+      return "0";
+    }
+    String sign = value < 0 ? "-" : "";
+    double magnitude = Math.abs(value);
+    BigDecimal exact = new BigDecimal(magnitude);
+    BigDecimal shortest = exact;
+    for (int precision = 1; precision <= 17; precision++) {
+      BigDecimal candidate = exact.round(new MathContext(precision, RoundingMode.HALF_EVEN));
+      if (candidate.doubleValue() == magnitude) {
+        shortest = candidate;
+        break;
+      }
+    }
+    shortest = shortest.stripTrailingZeros();
+    String digits = shortest.unscaledValue().toString();
+    int k = digits.length();
+    int n = k - shortest.scale(); // value = 0.digits * 10^n
+    StringBuilder out = new StringBuilder(sign);
+    if (k <= n && n <= 21) {
+      out.append(digits).append("0".repeat(n - k));
+    } else if (0 < n && n <= 21) {
+      out.append(digits, 0, n).append('.').append(digits, n, k);
+    } else if (-6 < n && n <= 0) {
+      out.append("0.").append("0".repeat(-n)).append(digits);
+    } else {
+      int e = n - 1;
+      out.append(digits.charAt(0));
+      if (k > 1) {
+        out.append('.').append(digits, 1, k);
+      }
+      out.append('e').append(e >= 0 ? '+' : '-').append(Math.abs(e));
+    }
+    return out.toString();
+  }
+
+  private static String declarationName(Object declaration) {
+    if (declaration instanceof Map) {
+      Object name = ((Map<?, ?>) declaration).get("name");
+      if (name instanceof String) {
+        return (String) name;
+      }
+    }
+    return "";
+  }
+
+  /**
+   * Tools in fingerprint order: in each tool a {@code function_declarations} (or {@code
+   * functionDeclarations}) list stably sorted by name, then the tools stably sorted by their
+   * canonical text. The inputs are not changed.
+   */
+  public static List<Object> normalizeTools(List<?> tools) {
+    List<Map<String, Object>> copies = new ArrayList<>();
+    for (Object tool : tools) {
+      if (!(tool instanceof Map)) {
+        throw new CanonicalizationException("a tool is a JSON object");
+      }
+      Map<String, Object> copy = new LinkedHashMap<>();
+      for (Map.Entry<?, ?> entry : ((Map<?, ?>) tool).entrySet()) {
+        copy.put(String.valueOf(entry.getKey()), entry.getValue());
+      }
+      for (String key : List.of("function_declarations", "functionDeclarations")) {
+        Object declarations = copy.get(key);
+        if (declarations instanceof List) {
+          List<Object> sorted = new ArrayList<>((List<?>) declarations);
+          sorted.sort(Comparator.comparing(Fingerprint::declarationName));
+          copy.put(key, sorted);
+        }
+      }
+      copies.add(copy);
+    }
+    List<Object> sorted = new ArrayList<>(copies);
+    sorted.sort(Comparator.comparing(Fingerprint::canonicalize));
+    return sorted;
+  }
+
+  /**
+   * The fingerprint document (before canonicalization). {@code tools} and {@code toolConfig} are
+   * JSON as plain Java objects (null or empty: left out); {@code systemInstruction} may be null.
+   */
+  public static Map<String, Object> document(
+      String model,
+      Content systemInstruction,
+      List<?> tools,
+      Map<?, ?> toolConfig,
+      List<Content> contents,
+      int n) {
+    Map<String, Object> document = new LinkedHashMap<>();
+    document.put("v", VERSION);
+    if (model != null && !model.isEmpty()) {
+      document.put("model", model);
+    }
+    if (systemInstruction != null) {
+      Object instruction = json(systemInstruction);
+      if (instruction instanceof Map && !((Map<?, ?>) instruction).isEmpty()) {
+        document.put("system_instruction", instruction);
+      }
+    }
+    if (tools != null && !tools.isEmpty()) {
+      document.put("tools", normalizeTools(tools));
+    }
+    if (toolConfig != null && !toolConfig.isEmpty()) {
+      document.put("tool_config", toolConfig);
+    }
+    int count = Math.min(Math.max(n, 0), contents.size());
+    if (count > 0) {
+      List<Object> prefix = new ArrayList<>();
+      for (Content content : contents.subList(0, count)) {
+        prefix.add(json(content));
+      }
+      document.put("contents", prefix);
+    }
+    return document;
+  }
+
+  /** The fingerprint of these inputs and the first {@code min(n, contents.size())} contents. */
+  public static String of(
+      String model,
+      Content systemInstruction,
+      List<?> tools,
+      Map<?, ?> toolConfig,
+      List<Content> contents,
+      int n) {
+    return sha256(canonicalize(document(model, systemInstruction, tools, toolConfig, contents, n)));
+  }
+
+  /** The fingerprint of a BuildContext request's model, instruction and tools, and contents. */
+  public static String of(BuildContextRequest request, List<Content> contents, int n) {
+    List<Object> tools = new ArrayList<>();
+    for (Struct tool : request.getToolsList()) {
+      tools.add(json(tool));
+    }
+    Map<?, ?> toolConfig = request.hasToolConfig() ? (Map<?, ?>) json(request.getToolConfig()) : null;
+    return of(
+        request.getModel().getModel(),
+        request.hasSystemInstruction() ? request.getSystemInstruction() : null,
+        tools,
+        toolConfig,
+        contents,
+        n);
+  }
+
+  /** Lowercase hex SHA-256 of a text's UTF-8 bytes. */
+  public static String sha256(String text) {
+    try {
+      MessageDigest digest = MessageDigest.getInstance("SHA-256");
+      return HexFormat.of().formatHex(digest.digest(text.getBytes(StandardCharsets.UTF_8)));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
