@@ -10,9 +10,13 @@ DEV_STAMP := $(VENV)/.stamp-dev
 TS_DIR := clients/typescript
 TS_STAMP := $(TS_DIR)/node_modules/.stamp-ci
 CONFORMANCE_REPORTS := $(CURDIR)/build/conformance
+JAVA_DIR := clients/java
+# Maven through the committed wrapper (Maven 3.9.16): the first build downloads into ~/.m2, later
+# builds reuse it. One thread: the machines are small.
+MVNW := cd $(JAVA_DIR) && ./mvnw -B -q -T1
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean
-.PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients
+.PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
 
 # --- set-up -----------------------------------------------------------------------------------
 
@@ -91,23 +95,40 @@ ts-check: ts-gen
 PY_CONFORMANCE = '$(CURDIR)/$(BIN)/python clients/conformance/python_runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python.jsonl clients/conformance/scenarios'
 TS_CONFORMANCE = 'cd $(TS_DIR) && node_modules/.bin/tsx conformance/runner.ts --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/typescript.jsonl ../conformance/scenarios'
 TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
+JAVA_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
+JAVA_CONFORMANCE = 'cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.conformance.Runner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/java.jsonl ../conformance/scenarios'
+JAVA_UNIT = 'cd $(JAVA_DIR) && ./mvnw -B -ntp -T1 surefire:test'
+
+## The Java client: code generated from proto/, compiled with -Xlint:all -Werror, the jar in
+## clients/java/target (tests compiled, not run: test-java and test-clients run them).
+java-build:
+	$(MVNW) -DskipTests package
+
+## The Java client's own tests (JUnit; they start the servers they need).
+test-java: $(DEV_STAMP) java-build
+	$(BIN)/python scripts/with_server.py $(JAVA_UNIT)
+
+## The Java example agent loop against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
+java-example: java-build
+	cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.examples.AgentLoop $(ARGS)
 
 ## The TypeScript client's own tests (a real server is started for them).
 test-ts: $(DEV_STAMP) ts-gen
 	$(BIN)/python scripts/with_server.py $(TS_UNIT)
 
 ## Every client's conformance runner against one real server (reports in build/conformance/).
-conformance: $(DEV_STAMP) ts-gen
-	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE)
+conformance: $(DEV_STAMP) ts-gen java-build
+	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(JAVA_CONFORMANCE)
 
 ## What `make test` runs for the clients: one server, every conformance runner, every client's
 ## unit tests; any failure fails the build.
-test-clients: $(DEV_STAMP) ts-check
-	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT)
+test-clients: $(DEV_STAMP) ts-check java-build
+	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
+	  $(JAVA_CONFORMANCE) $(JAVA_UNIT)
 
 ## Benchmarks (not part of `make test`): this engine against google-adk on the same machine.
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target
