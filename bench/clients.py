@@ -1,5 +1,5 @@
-"""Client latency: AppendEvent and BuildContext from the Python and the TypeScript client against
-the same sidecar, in the same run.
+"""Client latency: AppendEvent and BuildContext from the Python, the TypeScript and the Java client
+against the same sidecar, in the same run.
 
 The workload is the agent loop's: a session with a prefilled conversation (``PREFILL`` events),
 then per iteration one ``AppendEvent`` (a new turn) and one ``BuildContext`` for the next model
@@ -7,9 +7,10 @@ call, each awaited before the next and timed one by one. The Python side uses
 ``contextengine.client.ContextEngineClient``; the TypeScript side runs
 ``clients/typescript/bench/latency.ts`` (Connect-ES over HTTP/2) with the same parameters. Both
 run against one sidecar (``python -m contextengine serve``, SQLite, default durability), one
-after the other, each after its own warm-up session.
+after the other, each after its own warm-up session. The Java side runs
+``clients/java/bench/.../Latency.java`` (grpc-java, blocking calls) the same way.
 
-Needs the TypeScript dependencies (``make ts-deps``). Every context is checked to reflect the
+Needs the TypeScript dependencies (``make ts-deps``) and the Java build (``make java-build``). Every context is checked to reflect the
 event appended just before it.
 """
 
@@ -31,6 +32,7 @@ from contextengine.v1 import content_pb2, event_pb2
 
 ROOT = Path(__file__).resolve().parents[1]
 TS_DIR = ROOT / "clients" / "typescript"
+JAVA_DIR = ROOT / "clients" / "java"
 PREFILL = 40
 
 
@@ -106,6 +108,37 @@ async def bench_typescript(target: str, iterations: int, warmup: int) -> tuple[l
     return list(result["append_ms"]), list(result["build_context_ms"])
 
 
+async def bench_java(target: str, iterations: int, warmup: int) -> tuple[list[float], ...]:
+    classpath_file = JAVA_DIR / "target" / "test-classpath.txt"
+    if not classpath_file.exists():
+        raise RuntimeError(f"{classpath_file} is missing: run `make java-build` first")
+    classpath = ":".join(
+        [classpath_file.read_text().strip(), "target/classes", "target/test-classes"]
+    )
+    command = [
+        "java",
+        "-cp",
+        classpath,
+        "dev.contextengine.bench.Latency",
+        "--target",
+        target,
+        "--iterations",
+        str(iterations),
+        "--prefill",
+        str(PREFILL),
+        "--warmup",
+        str(warmup),
+        "--json",
+    ]
+    completed = await asyncio.to_thread(
+        subprocess.run, command, cwd=JAVA_DIR, capture_output=True, text=True, check=False
+    )
+    if completed.returncode != 0:
+        raise DataCheckError(f"the Java benchmark failed:\n{completed.stderr}")
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return list(result["append_ms"]), list(result["build_context_ms"])
+
+
 async def run(options: Options) -> Report:
     iterations = 100 if options.quick else 1000
     warmup = 20 if options.quick else 50
@@ -123,7 +156,11 @@ async def run(options: Options) -> Report:
         ) as server:
             # The clients take turns, so that a change of load on the machine hits both alike.
             for n in range(rounds):
-                order = [("python", bench_python), ("typescript", bench_typescript)]
+                order = [
+                    ("python", bench_python),
+                    ("typescript", bench_typescript),
+                    ("java", bench_java),
+                ]
                 for name, bench in order if n % 2 == 0 else order[::-1]:
                     started = time.perf_counter()
                     append_ms, build_ms = await bench(server.target, per_round, warmup)
@@ -136,11 +173,11 @@ async def run(options: Options) -> Report:
             Measurement(name, len(latencies), seconds[client], tuple(latencies))
         )
     report.checks.append(
-        f"every one of {2 * per_round * rounds} contexts reflected the event appended just before it"
+        f"every one of {3 * per_round * rounds} contexts reflected the event appended just before it"
     )
     report.notes.append(
         f"{rounds} rounds of {per_round} iterations per client, alternating which client goes "
         "first; seconds and events/s cover each client's whole loop (append + build, warm-up "
-        "sessions, and for TypeScript the tsx start-up)"
+        "sessions, and for TypeScript the tsx start-up, for Java the JVM start-up)"
     )
     return report
