@@ -302,6 +302,25 @@ class ClientTest {
   }
 
   @Test
+  void aChannelOfYourOwnIsSharedAndNotClosed() {
+    io.grpc.ManagedChannel channel =
+        io.grpc.Grpc.newChannelBuilder(Sidecar.shared(), io.grpc.InsecureChannelCredentials.create()).build();
+    try {
+      try (ContextEngineClient a = ContextEngineClient.builder().channel(channel).build();
+          ContextEngineClient b = ContextEngineClient.builder().channel(channel).timeout(Duration.ofSeconds(20)).build()) {
+        SessionRef ref = newSession(a);
+        assertEquals(ref.sessionId(), b.getSession(ref.getSession()).getSession().getId());
+      }
+      assertFalse(channel.isShutdown(), "closing the clients left the channel alone");
+      try (ContextEngineClient c = ContextEngineClient.builder().channel(channel).build()) {
+        assertEquals("u", newSession(c).userId());
+      }
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+
+  @Test
   void aUnixSocketTarget() throws Exception {
     java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("ce-uds-");
     java.nio.file.Path socket = dir.resolve("ce.sock");
