@@ -636,6 +636,65 @@ public final class ContextEngineClient implements AutoCloseable {
     }
     return unary(MemoryServiceGrpc.getDeleteMemoryMethod(), method, request, true);
   }
+  // Paging ----------------------------------------------------------------------------------------
+
+  /**
+   * Every session of an app (or a user), page after page: the pages are fetched lazily as the
+   * iteration goes (each page one {@link #listSessions} call, with its own deadline).
+   */
+  public Iterable<Session> iterateSessions(ListSessionsRequest request) {
+    return () ->
+        new Pages<>(
+            token -> {
+              ListSessionsResponse page = listSessions(request.toBuilder().setPageToken(token).build());
+              return Map.entry(page.getSessionsList(), page.getNextPageToken());
+            },
+            request.getPageToken());
+  }
+
+  /** A session's events after {@code after_sequence}, in log order, fetched page after page. */
+  public Iterable<Event> iterateEvents(ListEventsRequest request) {
+    return () ->
+        new Pages<>(
+            token -> {
+              ListEventsResponse page = listEvents(request.toBuilder().setPageToken(token).build());
+              return Map.entry(page.getEventsList(), page.getNextPageToken());
+            },
+            request.getPageToken());
+  }
+
+  /** Items of pages fetched by token until a page has no next token. */
+  private static final class Pages<T> implements java.util.Iterator<T> {
+    private final java.util.function.Function<String, Map.Entry<List<T>, String>> fetch;
+    private java.util.Iterator<T> items = java.util.Collections.emptyIterator();
+    private String token;
+    private boolean last;
+
+    Pages(java.util.function.Function<String, Map.Entry<List<T>, String>> fetch, String first) {
+      this.fetch = fetch;
+      this.token = first;
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (!items.hasNext() && !last) {
+        Map.Entry<List<T>, String> page = fetch.apply(token);
+        items = page.getKey().iterator();
+        token = page.getValue();
+        last = token.isEmpty();
+      }
+      return items.hasNext();
+    }
+
+    @Override
+    public T next() {
+      if (!hasNext()) {
+        throw new java.util.NoSuchElementException();
+      }
+      return items.next();
+    }
+  }
+
   // Subscriptions -------------------------------------------------------------------------------
 
   /** {@link #subscribeEvents(SubscribeEventsRequest, StreamOptions)} with the default options. */

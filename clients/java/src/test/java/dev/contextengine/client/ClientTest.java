@@ -264,7 +264,7 @@ class ClientTest {
       ContextEngineException e = thrown(() -> down.getSession(new SessionRef("a", "u", "s").getSession()));
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       assertEquals(Status.Code.UNAVAILABLE, e.code());
-      assertTrue(ms < 1_500, "the whole call took " + ms + " ms");
+      assertTrue(ms < 2_500, "the whole call took " + ms + " ms");
       assertTrue(attempts.of("GetSession") > 1 && attempts.of("GetSession") < 20, attempts.counts.toString());
     }
   }
@@ -299,6 +299,41 @@ class ClientTest {
       ContextEngineException e = thrown(() -> hung.withTimeout(Duration.ofMillis(100)).getSession(new SessionRef("a", "u", "s").getSession()));
       assertEquals(Status.Code.DEADLINE_EXCEEDED, e.code());
     }
+  }
+
+  @Test
+  void iterateEventsAndSessionsPageThroughEverything() {
+    SessionRef ref = newSession(ce);
+    AppendEventsRequest.Builder batch =
+        AppendEventsRequest.newBuilder()
+            .setAppName(ref.appName())
+            .setUserId(ref.userId())
+            .setSessionId(ref.sessionId());
+    for (int i = 0; i < 25; i++) {
+      batch.addEvents(SessionRef.said("user", "i", "m" + i));
+    }
+    ce.appendEvents(batch.build());
+    List<Long> sequences = new java.util.ArrayList<>();
+    for (Event e : ce.iterateEvents(ref.listEvents(3).toBuilder().setPageSize(4).build())) {
+      sequences.add(e.getSequence());
+    }
+    assertEquals(22, sequences.size());
+    assertEquals(4L, sequences.get(0));
+    assertEquals(25L, sequences.get(21));
+    for (int i = 0; i < 4; i++) {
+      ce.createSession(CreateSessionRequest.newBuilder().setAppName(ref.appName()).setUserId("v").build());
+    }
+    int count = 0;
+    for (Session s :
+        ce.iterateSessions(
+            dev.contextengine.v1.ListSessionsRequest.newBuilder()
+                .setAppName(ref.appName())
+                .setPageSize(2)
+                .build())) {
+      assertEquals(ref.appName(), s.getAppName());
+      count += 1;
+    }
+    assertEquals(5, count);
   }
 
   @Test
