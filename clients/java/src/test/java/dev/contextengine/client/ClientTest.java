@@ -337,6 +337,43 @@ class ClientTest {
   }
 
   @Test
+  void theClientsFingerprintEqualsTheServers() throws Exception {
+    String app = Sidecar.uniqueApp("java-cache");
+    UpdateAppConfigRequest.Builder config = UpdateAppConfigRequest.newBuilder();
+    com.google.protobuf.util.JsonFormat.parser()
+        .merge(
+            "{\"config\": {\"app_name\": \"" + app + "\", \"context_cache_config\": {\"cache_intervals\": 5, \"ttl_seconds\": 600}}}",
+            config);
+    ce.updateAppConfig(config.build());
+    SessionRef ref =
+        SessionRef.of(ce.createSession(CreateSessionRequest.newBuilder().setAppName(app).setUserId("erin").build()).getSession());
+    dev.contextengine.v1.BuildContextRequest.Builder request = ref.buildContext("forecaster").toBuilder();
+    com.google.protobuf.util.JsonFormat.parser()
+        .merge(
+            "{\"model\": {\"provider\": \"MODEL_PROVIDER_GEMINI\", \"model\": \"gemini-2.0-flash\"},"
+                + " \"system_instruction\": {\"parts\": [{\"text\": \"You report the weather.\"}]},"
+                + " \"tools\": [{\"function_declarations\": [{\"name\": \"b\"}, {\"name\": \"a\", \"parameters\": {\"type\": \"OBJECT\"}}]}, {\"google_search\": {}}],"
+                + " \"tool_config\": {\"function_calling_config\": {\"mode\": \"AUTO\"}}}",
+            request);
+    int withPrefix = 0;
+    for (int invocation = 1; invocation <= 3; invocation++) {
+      String id = "i" + invocation;
+      ce.appendEvent(ref.appendEvent(SessionRef.said("user", id, "Weather in city " + invocation + "? café 漢字 😀")));
+      BuildContextResponse context = ce.buildContext(request.setInvocationId(id).build());
+      assertFalse(context.getFingerprint().isEmpty());
+      assertEquals(
+          context.getFingerprint(),
+          Fingerprint.of(request.build(), context.getContentsList(), context.getCacheableContentsCount()),
+          "invocation " + invocation);
+      if (context.getCacheableContentsCount() > 0) {
+        withPrefix += 1;
+      }
+      ce.appendEvent(ref.appendEvent(SessionRef.said("forecaster", id, "Sunny, " + (20 + invocation) + " C.")));
+    }
+    assertTrue(withPrefix > 0, "some contexts had a cacheable prefix");
+  }
+
+  @Test
   void aChannelOfYourOwnIsSharedAndNotClosed() {
     io.grpc.ManagedChannel channel =
         io.grpc.Grpc.newChannelBuilder(Sidecar.shared(), io.grpc.InsecureChannelCredentials.create()).build();
