@@ -4,10 +4,12 @@
         session = await ce.create_session("my-app", "user-1")
         await ce.append_event("my-app", "user-1", session.id, event)
 
-Every call has a deadline (``timeout``). Calls that are safe to repeat are retried with backoff
-after UNAVAILABLE (and DEADLINE_EXCEEDED for reads): every read, and appends, which are idempotent
-because the client gives each event an id (and a timestamp) before the first attempt. Errors are
-raised as :class:`RpcError` with the gRPC code and the server's ``ErrorInfo`` reason.
+Every call has one deadline (``timeout``) that covers the whole call, retries and backoff
+included. Calls that are safe to repeat are retried with backoff after UNAVAILABLE, and only then:
+every read, idempotent writes (configurations, memory deletes, a session delete with
+``allow_missing``), and appends, which are idempotent because the client gives each event an id
+(and a timestamp) before the first attempt; the TypeScript and Java clients follow the same rule.
+Errors are raised as :class:`RpcError` with the gRPC code and the server's ``ErrorInfo`` reason.
 
 Streams (``subscribe_events``, ``watch_session_state``) have no deadline. They resubscribe by
 themselves, from the last cursor received, when the server shuts down, the connection is lost or
@@ -57,8 +59,9 @@ _SUBSCRIBE_WIRE_BATCH = 256
 
 T = TypeVar("T")
 
-_RETRYABLE_WRITE = frozenset({grpc.StatusCode.UNAVAILABLE})
-_RETRYABLE_READ = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+#: the one status after which a safe call is tried again (the deadline covers every attempt, so a
+#: DEADLINE_EXCEEDED leaves no time for another); the same rule as the TypeScript and Java clients
+_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
 _NO_RETRY: frozenset[grpc.StatusCode] = frozenset()
 
 
@@ -117,17 +120,26 @@ class ContextEngineClient:
 
     async def _call(
         self,
-        fn: Callable[[], Awaitable[T]],
+        fn: Callable[[float], Awaitable[T]],
         retry_on: frozenset[grpc.StatusCode],
+        deadline_seconds: float | None = None,
     ) -> T:
+        """Calls ``fn(time left)`` until it succeeds, fails with a code outside ``retry_on`` or
+        the attempts run out. One deadline (``deadline_seconds``, else the client's timeout) covers
+        the whole call, retries and backoff included: no retry starts that could not end in time,
+        and a call never takes longer than its deadline."""
+        budget = self.timeout if deadline_seconds is None else deadline_seconds
+        deadline = time.monotonic() + budget
         delay = 0.05
         for attempt in range(1, self.attempts + 1):
             try:
-                return await fn()
+                return await fn(max(deadline - time.monotonic(), 0.001))
             except grpc.aio.AioRpcError as err:
-                if err.code() not in retry_on or attempt == self.attempts:
+                pause = delay * (0.5 + random.random())
+                last = attempt == self.attempts or time.monotonic() + pause >= deadline
+                if err.code() not in retry_on or last:
                     raise await to_rpc_error(err, self._max_message_bytes) from None
-            await asyncio.sleep(delay * (0.5 + random.random()))
+            await asyncio.sleep(pause)
             delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")
 
@@ -153,7 +165,7 @@ class ContextEngineClient:
         if config is not None:
             request.config.CopyFrom(config)
         response = await self._call(
-            lambda: self._sessions.CreateSession(request, timeout=self.timeout), frozenset()
+            lambda t: self._sessions.CreateSession(request, timeout=t), _NO_RETRY
         )
         return response.session
 
@@ -175,7 +187,7 @@ class ContextEngineClient:
         if after_sequence is not None:
             request.after_sequence = after_sequence
         response = await self._call(
-            lambda: self._sessions.GetSession(request, timeout=self.timeout), _RETRYABLE_READ
+            lambda t: self._sessions.GetSession(request, timeout=t), _RETRYABLE
         )
         return response.session
 
@@ -189,8 +201,8 @@ class ContextEngineClient:
                 app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
             )
             response = await self._call(
-                lambda r=request: self._sessions.ListSessions(r, timeout=self.timeout),  # type: ignore[misc]
-                _RETRYABLE_READ,
+                lambda t, r=request: self._sessions.ListSessions(r, timeout=t),  # type: ignore[misc]
+                _RETRYABLE,
             )
             for session in response.sessions:
                 yield session
@@ -205,7 +217,9 @@ class ContextEngineClient:
             app_name=app_name, user_id=user_id, session_id=session_id, allow_missing=allow_missing
         )
         response = await self._call(
-            lambda: self._sessions.DeleteSession(request, timeout=self.timeout), frozenset()
+            lambda t: self._sessions.DeleteSession(request, timeout=t),
+            # Deleting again answers deleted=false when a missing session is allowed: safe.
+            _RETRYABLE if allow_missing else _NO_RETRY,
         )
         return response.deleted
 
@@ -238,7 +252,7 @@ class ContextEngineClient:
         if expected_last_sequence is not None:
             request.expected_last_sequence = expected_last_sequence
         return await self._call(
-            lambda: self._sessions.AppendEvent(request, timeout=self.timeout), _RETRYABLE_WRITE
+            lambda t: self._sessions.AppendEvent(request, timeout=t), _RETRYABLE
         )
 
     async def append_events(
@@ -256,7 +270,7 @@ class ContextEngineClient:
         if expected_last_sequence is not None:
             request.expected_last_sequence = expected_last_sequence
         return await self._call(
-            lambda: self._sessions.AppendEvents(request, timeout=self.timeout), _RETRYABLE_WRITE
+            lambda t: self._sessions.AppendEvents(request, timeout=t), _RETRYABLE
         )
 
     async def list_events(
@@ -280,8 +294,8 @@ class ContextEngineClient:
                 page_token=token,
             )
             response = await self._call(
-                lambda r=request: self._sessions.ListEvents(r, timeout=self.timeout),  # type: ignore[misc]
-                _RETRYABLE_READ,
+                lambda t, r=request: self._sessions.ListEvents(r, timeout=t),  # type: ignore[misc]
+                _RETRYABLE,
             )
             for event in response.events:
                 yield event
@@ -301,7 +315,7 @@ class ContextEngineClient:
             rewind_before_invocation_id=rewind_before_invocation_id,
         )
         response = await self._call(
-            lambda: self._sessions.RewindSession(request, timeout=self.timeout), frozenset()
+            lambda t: self._sessions.RewindSession(request, timeout=t), _NO_RETRY
         )
         return response.event
 
@@ -363,7 +377,7 @@ class ContextEngineClient:
         request.invocation_id = invocation_id
         request.skip_compaction = skip_compaction
         return await self._call(
-            lambda: self._contexts.BuildContext(request, timeout=self.timeout), _RETRYABLE_READ
+            lambda t: self._contexts.BuildContext(request, timeout=t), _RETRYABLE
         )
 
     # Memory --------------------------------------------------------------------------------
@@ -376,8 +390,8 @@ class ContextEngineClient:
             app_name=app_name, user_id=user_id, session_id=session_id
         )
         return await self._call(
-            lambda: self._memory.AddSessionToMemory(request, timeout=self.timeout),
-            _RETRYABLE_READ,
+            lambda t: self._memory.AddSessionToMemory(request, timeout=t),
+            _RETRYABLE,
         )
 
     async def add_events_to_memory(
@@ -388,8 +402,8 @@ class ContextEngineClient:
             app_name=app_name, user_id=user_id, session_id=session_id, sequences=list(sequences)
         )
         return await self._call(
-            lambda: self._memory.AddEventsToMemory(request, timeout=self.timeout),
-            _RETRYABLE_READ,
+            lambda t: self._memory.AddEventsToMemory(request, timeout=t),
+            _RETRYABLE,
         )
 
     async def search_memory(
@@ -400,16 +414,14 @@ class ContextEngineClient:
         request = mpb.SearchMemoryRequest(
             app_name=app_name, user_id=user_id, query=query, limit=limit
         )
-        return await self._call(
-            lambda: self._memory.SearchMemory(request, timeout=self.timeout), _RETRYABLE_READ
-        )
+        return await self._call(lambda t: self._memory.SearchMemory(request, timeout=t), _RETRYABLE)
 
     async def delete_memory(self, app_name: str, user_id: str, session_id: str = "") -> int:
         """Deletes one session's memories (or all of the user's when ``session_id`` is empty);
         returns how many were deleted."""
         request = mpb.DeleteMemoryRequest(app_name=app_name, user_id=user_id, session_id=session_id)
         response = await self._call(
-            lambda: self._memory.DeleteMemory(request, timeout=self.timeout), _RETRYABLE_WRITE
+            lambda t: self._memory.DeleteMemory(request, timeout=t), _RETRYABLE
         )
         return response.deleted_count
 
@@ -424,8 +436,8 @@ class ContextEngineClient:
             app_name=app_name, user_id=user_id, session_id=session_id, invocation_id=invocation_id
         )
         response = await self._call(
-            lambda: self._compaction.EndInvocation(request, timeout=self.timeout),
-            _RETRYABLE_READ,
+            lambda t: self._compaction.EndInvocation(request, timeout=t),
+            _RETRYABLE,
         )
         return response.scheduled
 
@@ -456,7 +468,7 @@ class ContextEngineClient:
             request.isolation_scope = isolation_scope
         deadline = self.timeout if deadline_seconds is None else deadline_seconds
         return await self._call(
-            lambda: self._compaction.Compact(request, timeout=deadline), _NO_RETRY
+            lambda t: self._compaction.Compact(request, timeout=t), _NO_RETRY, deadline
         )
 
     async def plan_compaction(
@@ -485,8 +497,8 @@ class ContextEngineClient:
         if isolation_scope is not None:
             request.isolation_scope = isolation_scope
         return await self._call(
-            lambda: self._compaction.PlanCompaction(request, timeout=self.timeout),
-            _RETRYABLE_READ,
+            lambda t: self._compaction.PlanCompaction(request, timeout=t),
+            _RETRYABLE,
         )
 
     async def commit_compaction(
@@ -517,7 +529,7 @@ class ContextEngineClient:
         if usage_metadata is not None:
             request.usage_metadata.CopyFrom(usage_metadata)
         response = await self._call(
-            lambda: self._compaction.CommitCompaction(request, timeout=self.timeout), _NO_RETRY
+            lambda t: self._compaction.CommitCompaction(request, timeout=t), _NO_RETRY
         )
         return response.summary
 
@@ -532,8 +544,8 @@ class ContextEngineClient:
             summary_sequence=summary_sequence,
         )
         return await self._call(
-            lambda: self._compaction.ExpandSummary(request, timeout=self.timeout),
-            _RETRYABLE_READ,
+            lambda t: self._compaction.ExpandSummary(request, timeout=t),
+            _RETRYABLE,
         )
 
     async def compaction_status(
@@ -543,8 +555,8 @@ class ContextEngineClient:
             app_name=app_name, user_id=user_id, session_id=session_id
         )
         return await self._call(
-            lambda: self._compaction.GetCompactionStatus(request, timeout=self.timeout),
-            _RETRYABLE_READ,
+            lambda t: self._compaction.GetCompactionStatus(request, timeout=t),
+            _RETRYABLE,
         )
 
     # App configuration ---------------------------------------------------------------------
@@ -552,15 +564,15 @@ class ContextEngineClient:
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig:
         request = pb.GetAppConfigRequest(app_name=app_name)
         response = await self._call(
-            lambda: self._sessions.GetAppConfig(request, timeout=self.timeout), _RETRYABLE_READ
+            lambda t: self._sessions.GetAppConfig(request, timeout=t), _RETRYABLE
         )
         return response.config
 
     async def update_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
         request = pb.UpdateAppConfigRequest(config=config)
         response = await self._call(
-            lambda: self._sessions.UpdateAppConfig(request, timeout=self.timeout),
-            _RETRYABLE_WRITE,
+            lambda t: self._sessions.UpdateAppConfig(request, timeout=t),
+            _RETRYABLE,
         )
         return response.config
 
@@ -573,8 +585,8 @@ class ContextEngineClient:
             app_name=app_name, user_id=user_id, session_id=session_id
         )
         return await self._call(
-            lambda: self._sessions.GetSessionConfig(request, timeout=self.timeout),
-            _RETRYABLE_READ,
+            lambda t: self._sessions.GetSessionConfig(request, timeout=t),
+            _RETRYABLE,
         )
 
     async def update_session_config(
@@ -590,8 +602,8 @@ class ContextEngineClient:
             app_name=app_name, user_id=user_id, session_id=session_id, config=config
         )
         return await self._call(
-            lambda: self._sessions.UpdateSessionConfig(request, timeout=self.timeout),
-            _RETRYABLE_WRITE,
+            lambda t: self._sessions.UpdateSessionConfig(request, timeout=t),
+            _RETRYABLE,
         )
 
     # Subscriptions -------------------------------------------------------------------------
