@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from contextengine._echo import echo
 from contextengine.errors import invalid
 
 #: the largest value an int64 cursor can hold
 MAX_CURSOR = 2**63 - 1
+_MAX_CURSOR_DIGITS = len(str(MAX_CURSOR))
 
 
 def parse_position(text: str, field: str = "after_cursor") -> int:
@@ -15,11 +17,11 @@ def parse_position(text: str, field: str = "after_cursor") -> int:
     if text == "":
         return 0
     if not (text.isascii() and text.isdigit()) or (len(text) > 1 and text[0] == "0"):
-        raise invalid("INVALID_CURSOR", field, f"{field} {text!r} is not a cursor")
-    value = int(text)
-    if value > MAX_CURSOR:
-        raise invalid("INVALID_CURSOR", field, f"{field} {text!r} is out of range")
-    return value
+        raise invalid("INVALID_CURSOR", field, f"{field} {echo(text)} is not a cursor")
+    # Checked before int(): Python refuses to parse more than 4,300 digits (ValueError).
+    if len(text) > _MAX_CURSOR_DIGITS or int(text) > MAX_CURSOR:
+        raise invalid("INVALID_CURSOR", field, f"{field} {echo(text)} is out of range")
+    return int(text)
 
 
 def check_within(cursor: int, end: int, field: str) -> None:
