@@ -82,13 +82,12 @@ async def bench_python(target: str, iterations: int, warmup: int) -> tuple[list[
     return append_ms, build_ms
 
 
-async def bench_typescript(target: str, iterations: int, warmup: int) -> tuple[list[float], ...]:
-    tsx = TS_DIR / "node_modules" / ".bin" / "tsx"
-    if not tsx.exists():
-        raise RuntimeError(f"{tsx} is missing: run `make ts-deps` first")
+async def _bench_program(
+    name: str, program: list[str], cwd: Path, target: str, iterations: int, warmup: int
+) -> tuple[list[float], ...]:
+    """Runs one client's latency program (it prints its samples as JSON on its last line)."""
     command = [
-        str(tsx),
-        "bench/latency.ts",
+        *program,
         "--target",
         target,
         "--iterations",
@@ -100,12 +99,20 @@ async def bench_typescript(target: str, iterations: int, warmup: int) -> tuple[l
         "--json",
     ]
     completed = await asyncio.to_thread(
-        subprocess.run, command, cwd=TS_DIR, capture_output=True, text=True, check=False
+        subprocess.run, command, cwd=cwd, capture_output=True, text=True, check=False
     )
     if completed.returncode != 0:
-        raise DataCheckError(f"the TypeScript benchmark failed:\n{completed.stderr}")
+        raise DataCheckError(f"the {name} benchmark failed:\n{completed.stderr}")
     result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return list(result["append_ms"]), list(result["build_context_ms"])
+
+
+async def bench_typescript(target: str, iterations: int, warmup: int) -> tuple[list[float], ...]:
+    tsx = TS_DIR / "node_modules" / ".bin" / "tsx"
+    if not tsx.exists():
+        raise RuntimeError(f"{tsx} is missing: run `make ts-deps` first")
+    program = [str(tsx), "bench/latency.ts"]
+    return await _bench_program("TypeScript", program, TS_DIR, target, iterations, warmup)
 
 
 async def bench_java(target: str, iterations: int, warmup: int) -> tuple[list[float], ...]:
@@ -115,28 +122,8 @@ async def bench_java(target: str, iterations: int, warmup: int) -> tuple[list[fl
     classpath = ":".join(
         [classpath_file.read_text().strip(), "target/classes", "target/test-classes"]
     )
-    command = [
-        "java",
-        "-cp",
-        classpath,
-        "dev.contextengine.bench.Latency",
-        "--target",
-        target,
-        "--iterations",
-        str(iterations),
-        "--prefill",
-        str(PREFILL),
-        "--warmup",
-        str(warmup),
-        "--json",
-    ]
-    completed = await asyncio.to_thread(
-        subprocess.run, command, cwd=JAVA_DIR, capture_output=True, text=True, check=False
-    )
-    if completed.returncode != 0:
-        raise DataCheckError(f"the Java benchmark failed:\n{completed.stderr}")
-    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return list(result["append_ms"]), list(result["build_context_ms"])
+    program = ["java", "-cp", classpath, "dev.contextengine.bench.Latency"]
+    return await _bench_program("Java", program, JAVA_DIR, target, iterations, warmup)
 
 
 async def run(options: Options) -> Report:
