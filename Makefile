@@ -14,9 +14,15 @@ JAVA_DIR := clients/java
 # Maven through the committed wrapper (Maven 3.9.16): the first build downloads into ~/.m2, later
 # builds reuse it. One thread: the machines are small.
 MVNW := cd $(JAVA_DIR) && ./mvnw -B -q -T1
+KOTLIN_DIR := clients/kotlin
+# The Kotlin client builds with the Java module's wrapper, on the Java jar (installed into ~/.m2);
+# no Kotlin compile daemon is left running after Maven exits.
+KOTLIN_MVNW := cd $(KOTLIN_DIR) && ../java/mvnw -B -q -T1 -Dkotlin.compiler.daemon=false
+JAVA_JAR := target/contextengine-client-0.1.0-SNAPSHOT
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean
 .PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
+.PHONY: kotlin-build test-kotlin kotlin-example
 
 # --- set-up -----------------------------------------------------------------------------------
 
@@ -98,6 +104,9 @@ TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
 JAVA_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 JAVA_CONFORMANCE = 'cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.conformance.Runner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/java.jsonl ../conformance/scenarios'
 JAVA_UNIT = 'cd $(JAVA_DIR) && ./mvnw -B -ntp -T1 surefire:test'
+KOTLIN_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
+KOTLIN_CONFORMANCE = 'cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.conformance.KotlinRunner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/kotlin.jsonl ../conformance/scenarios'
+KOTLIN_UNIT = 'cd $(KOTLIN_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
 
 ## The Java client: code generated from proto/, compiled with -Xlint:all -Werror, the jar in
 ## clients/java/target (tests compiled, not run: test-java and test-clients run them).
@@ -112,13 +121,29 @@ test-java: $(DEV_STAMP) java-build
 java-example: java-build
 	cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.examples.AgentLoop $(ARGS)
 
+## The Kotlin client (coroutines) on the Java jar: the Java jar and its test jar installed into
+## ~/.m2 as they are (no second Java build), then one kotlinc run with -Werror (tests compiled, not run).
+kotlin-build: java-build
+	$(MVNW) install:install-file -Dfile=$(JAVA_JAR).jar -DpomFile=pom.xml \
+	  -Dfiles=$(JAVA_JAR)-tests.jar -Dclassifiers=tests -Dtypes=test-jar
+	$(KOTLIN_MVNW) -DskipTests package
+
+## The Kotlin client's own tests (JUnit; they start the servers they need).
+test-kotlin: $(DEV_STAMP) kotlin-build
+	$(BIN)/python scripts/with_server.py $(KOTLIN_UNIT)
+
+## The Kotlin example agent loop against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
+kotlin-example: kotlin-build
+	cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.examples.kotlin.AgentLoop $(ARGS)
+
 ## The TypeScript client's own tests (a real server is started for them).
 test-ts: $(DEV_STAMP) ts-gen
 	$(BIN)/python scripts/with_server.py $(TS_UNIT)
 
 ## Every client's conformance runner against one real server (reports in build/conformance/).
-conformance: $(DEV_STAMP) ts-gen java-build
-	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(JAVA_CONFORMANCE)
+conformance: $(DEV_STAMP) ts-gen java-build kotlin-build
+	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(JAVA_CONFORMANCE) \
+	  $(KOTLIN_CONFORMANCE)
 
 ## What `make test` runs for the clients: one server, every conformance runner, every client's
 ## unit tests; any failure fails the build.
@@ -131,4 +156,4 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target $(KOTLIN_DIR)/target
