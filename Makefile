@@ -147,9 +147,9 @@ conformance: $(DEV_STAMP) ts-gen java-build kotlin-build
 
 ## What `make test` runs for the clients: one server, every conformance runner, every client's
 ## unit tests; any failure fails the build.
-test-clients: $(DEV_STAMP) ts-check java-build
+test-clients: $(DEV_STAMP) ts-check java-build kotlin-build
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
-	  $(JAVA_CONFORMANCE) $(JAVA_UNIT)
+	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT)
 
 ## Benchmarks (not part of `make test`): this engine against google-adk on the same machine.
 bench: $(DEV_STAMP)
