@@ -178,6 +178,21 @@ class StreamKtTest {
     }
 
     @Test
+    fun withTimeoutAroundACollectionCancelsTheStreamOnTheServer() = runBlocking {
+        Sidecar.start(null, listOf()).use { own ->
+            ContextEngine.connect(own.target, timeout = 20.seconds).use { ce ->
+                val ref = newSession(ce).ref
+                val frames = Collections.synchronizedList(mutableListOf<SubscribeEventsResponse>())
+                assertThrows<kotlinx.coroutines.TimeoutCancellationException> {
+                    runBlocking { withTimeout(1500.milliseconds) { ce.subscribeEvents(ref).collect { frames.add(it) } } }
+                }
+                assertEquals(SubscribeEventsResponse.FrameCase.CAUGHT_UP, frames.first().frameCase)
+                awaitCancelledOnServer(own)
+            }
+        }
+    }
+
+    @Test
     fun aSubscriptionToAClosedPortFailsAfterMaxFailures() = runBlocking {
         ContextEngine.connect("127.0.0.1:" + Sidecar.closedPort()).use { down ->
             var reconnects = 0
