@@ -1,5 +1,5 @@
-"""Client latency: AppendEvent and BuildContext from the Python, the TypeScript and the Java client
-against the same sidecar, in the same run.
+"""Client latency: AppendEvent and BuildContext from the Python, TypeScript, Java and Kotlin
+clients against the same sidecar, in the same run.
 
 The workload is the agent loop's: a session with a prefilled conversation (``PREFILL`` events),
 then per iteration one ``AppendEvent`` (a new turn) and one ``BuildContext`` for the next model
@@ -8,10 +8,12 @@ call, each awaited before the next and timed one by one. The Python side uses
 ``clients/typescript/bench/latency.ts`` (Connect-ES over HTTP/2) with the same parameters. Both
 run against one sidecar (``python -m contextengine serve``, SQLite, default durability), one
 after the other, each after its own warm-up session. The Java side runs
-``clients/java/bench/.../Latency.java`` (grpc-java, blocking calls) the same way.
+``clients/java/bench/.../Latency.java`` (grpc-java, blocking calls) the same way, and the Kotlin
+side ``clients/kotlin/bench/KotlinLatency.kt`` (the suspend API).
 
-Needs the TypeScript dependencies (``make ts-deps``) and the Java build (``make java-build``). Every context is checked to reflect the
-event appended just before it.
+Needs the TypeScript dependencies (``make ts-deps``) and the JVM builds (``make kotlin-build``,
+which builds the Java client too). Every context is checked to reflect the event appended just
+before it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from contextengine.v1 import content_pb2, event_pb2
 ROOT = Path(__file__).resolve().parents[1]
 TS_DIR = ROOT / "clients" / "typescript"
 JAVA_DIR = ROOT / "clients" / "java"
+KOTLIN_DIR = ROOT / "clients" / "kotlin"
 PREFILL = 40
 
 
@@ -115,15 +118,25 @@ async def bench_typescript(target: str, iterations: int, warmup: int) -> tuple[l
     return await _bench_program("TypeScript", program, TS_DIR, target, iterations, warmup)
 
 
-async def bench_java(target: str, iterations: int, warmup: int) -> tuple[list[float], ...]:
-    classpath_file = JAVA_DIR / "target" / "test-classpath.txt"
+def _jvm_program(module: Path, main_class: str, build: str) -> list[str]:
+    """``java`` on a JVM module's class path (as written by its Maven build) running ``main_class``."""
+    classpath_file = module / "target" / "test-classpath.txt"
     if not classpath_file.exists():
-        raise RuntimeError(f"{classpath_file} is missing: run `make java-build` first")
+        raise RuntimeError(f"{classpath_file} is missing: run `make {build}` first")
     classpath = ":".join(
         [classpath_file.read_text().strip(), "target/classes", "target/test-classes"]
     )
-    program = ["java", "-cp", classpath, "dev.contextengine.bench.Latency"]
+    return ["java", "-cp", classpath, main_class]
+
+
+async def bench_java(target: str, iterations: int, warmup: int) -> tuple[list[float], ...]:
+    program = _jvm_program(JAVA_DIR, "dev.contextengine.bench.Latency", "java-build")
     return await _bench_program("Java", program, JAVA_DIR, target, iterations, warmup)
+
+
+async def bench_kotlin(target: str, iterations: int, warmup: int) -> tuple[list[float], ...]:
+    program = _jvm_program(KOTLIN_DIR, "dev.contextengine.bench.KotlinLatency", "kotlin-build")
+    return await _bench_program("Kotlin", program, KOTLIN_DIR, target, iterations, warmup)
 
 
 async def run(options: Options) -> Report:
@@ -147,6 +160,7 @@ async def run(options: Options) -> Report:
                     ("python", bench_python),
                     ("typescript", bench_typescript),
                     ("java", bench_java),
+                    ("kotlin", bench_kotlin),
                 ]
                 for name, bench in order if n % 2 == 0 else order[::-1]:
                     started = time.perf_counter()
@@ -160,11 +174,11 @@ async def run(options: Options) -> Report:
             Measurement(name, len(latencies), seconds[client], tuple(latencies))
         )
     report.checks.append(
-        f"every one of {3 * per_round * rounds} contexts reflected the event appended just before it"
+        f"every one of {len(seconds) * per_round * rounds} contexts reflected the event appended just before it"
     )
     report.notes.append(
         f"{rounds} rounds of {per_round} iterations per client, alternating which client goes "
         "first; seconds and events/s cover each client's whole loop (append + build, warm-up "
-        "sessions, and for TypeScript the tsx start-up, for Java the JVM start-up)"
+        "sessions, and for TypeScript the tsx start-up, for Java and Kotlin the JVM start-up)"
     )
     return report
