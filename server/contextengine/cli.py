@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -163,5 +164,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DatabaseLockedError as error:
         # Another sidecar serves this file (``make run`` twice, two replicas on one volume).
         logging.getLogger("contextengine.server").error("not started: %s", error)
+        return 1
+    except (sqlite3.Error, OSError) as error:
+        # The database cannot be opened or brought to the current schema (a full disk, a
+        # read-only or missing directory, a file that is not a database): one line, no traceback.
+        logging.getLogger("contextengine.server").error(
+            "the database %s cannot be used: %s (%s)",
+            settings.db,
+            error,
+            type(error).__name__,
+        )
         return 1
     return 0

@@ -180,3 +180,21 @@ async def test_a_full_disk_is_storage_full_and_writes_resume(tmp_path: Path) -> 
             ContextEngineClient(server.target, attempts=1, timeout=TIMEOUT) as client,
         ):
             assert await _stored(client) == acknowledged
+
+
+async def test_a_sidecar_that_cannot_open_its_database_says_so_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """A full disk at start-up (no room for the WAL), and a directory that does not exist: exit
+    status 1 and one ERROR line naming the database, no traceback."""
+    with _small_disk(tmp_path / "disk") as disk:
+        _fill(disk / "filler", 0)
+        cases = [disk / "ce.db", tmp_path / "missing" / "ce.db"]
+        for n, db in enumerate(cases):
+            sidecar = Sidecar(tmp_path, db, f"unopened-{n}")
+            status = await sidecar.run_to_exit()
+            log = sidecar.log()
+            assert status == 1, log
+            assert f"the database {db} cannot be used" in log, log
+            assert "Traceback" not in log, log
+            assert len(log.strip().splitlines()) == 1, log
