@@ -33,6 +33,8 @@ def main(argv: Sequence[str]) -> int:
             server = subprocess.Popen(
                 [
                     sys.executable,
+                    "-X",
+                    "faulthandler",
                     "-m",
                     "contextengine",
                     "serve",
@@ -42,8 +44,8 @@ def main(argv: Sequence[str]) -> int:
                     "127.0.0.1:0",
                     "--port-file",
                     str(port_file),
-                    "--log-level",
-                    "WARNING",
+                    # The default log level (INFO), as `make run` serves: per-RPC logging once
+                    # crashed the server when a client cancelled a stream.
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
