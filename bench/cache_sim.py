@@ -66,15 +66,15 @@ from tests.parity.cache_adk import FakeCaches, adk_cache_step
 from tests.parity.compaction_adk import FakeSummaryLlm
 
 from bench import DataCheckError, Options, Report, Target, table
-from contextengine.cache.compaction_policy import CacheAwarePolicy
 from contextengine.compaction.compactor import Compactor
-from contextengine.compaction.summarizer import Summary, SummaryInput
-from contextengine.core.cache import APPENDED_CONTINUE_CHARS, APPENDED_EMPTY_CHARS
+from contextengine.compaction.summarizers.summarizer import Summary, SummaryInput
 from contextengine.core.events import normalize_for_append
+from contextengine.core.prompt_cache import APPENDED_CONTINUE_CHARS, APPENDED_EMPTY_CHARS
 from contextengine.core.tokens import content_chars
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache
-from contextengine.service._prompt_cache import PromptCache
+from contextengine.prompt_cache.compaction_policy import CacheAwarePolicy
+from contextengine.prompt_cache.service import PromptCache
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.service.context_service import ContextServicer
 from contextengine.store import SessionKey
 from contextengine.store.memory import MemoryStore

@@ -80,9 +80,9 @@ from bench import DataCheckError, Options, Report, number, table
 from bench.context import percentile, random_text
 from bench.sidecar import Sidecar
 from contextengine.client import ContextEngineClient
-from contextengine.compaction.factory import summarizer_from_config
-from contextengine.compaction.gemini import GeminiSettings
-from contextengine.compaction.summarizer import Summarizer, Summary, SummaryInput
+from contextengine.compaction.summarizers.factory import summarizer_from_config
+from contextengine.compaction.summarizers.gemini import GeminiSettings
+from contextengine.compaction.summarizers.summarizer import Summarizer, Summary, SummaryInput
 from contextengine.core.structs import dict_to_struct, struct_to_dict
 from contextengine.testing import start_local_server
 from contextengine.v1 import config_pb2, content_pb2, event_pb2

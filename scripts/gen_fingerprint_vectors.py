@@ -23,7 +23,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from contextengine.core.cache import (
+from contextengine.core.prompt_cache import (
     PromptPrefix,
     canonicalize,
     content_json,

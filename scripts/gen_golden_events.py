@@ -24,7 +24,7 @@ from pathlib import Path
 
 from google.protobuf import json_format
 
-from contextengine.adk_json import event_from_adk_json
+from contextengine.core.adk_json import event_from_adk_json
 from contextengine.v1 import event_pb2
 
 ROOT = Path(__file__).resolve().parent.parent

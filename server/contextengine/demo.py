@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from contextengine.client import ContextEngineClient
-from contextengine.compaction.gemini import GeminiSettings
+from contextengine.compaction.summarizers.gemini import GeminiSettings
 from contextengine.core.structs import dict_to_struct, sorted_keys, struct_to_dict
 from contextengine.testing import start_local_server
 from contextengine.v1 import (

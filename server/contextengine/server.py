@@ -15,16 +15,16 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from contextengine.cache.compaction_policy import CacheAwarePolicy
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.memory import FtsMode, open_memory_index
 from contextengine.memory.service import MemoryService
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache
+from contextengine.prompt_cache.compaction_policy import CacheAwarePolicy
+from contextengine.prompt_cache.service import PromptCache
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.event_cache import SessionEventCache
+from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.service._handlers import generic_handler
-from contextengine.service._prompt_cache import PromptCache
-from contextengine.service._session_configs import SessionConfigs
 from contextengine.service.compaction_service import CompactionServicer
 from contextengine.service.context_service import ContextServicer
 from contextengine.service.memory_service import MemoryServicer
@@ -42,7 +42,7 @@ from contextengine.v1 import (
 )
 
 if TYPE_CHECKING:
-    from contextengine.compaction.gemini import GeminiSettings
+    from contextengine.compaction.summarizers.gemini import GeminiSettings
 
 _LOG = logging.getLogger("contextengine.server")
 
@@ -113,21 +113,21 @@ class ServerSettings:
 
 def _gemini(settings: ServerSettings) -> GeminiSettings:
     """The Gemini key from the environment, the endpoint from the settings or else it."""
-    from contextengine.compaction.gemini import GeminiSettings
+    from contextengine.compaction.summarizers.gemini import GeminiSettings
 
     env = GeminiSettings.from_env()
     return GeminiSettings(env.api_key, settings.gemini_base_url or env.base_url)
 
 
 def _default_summarizers(settings: ServerSettings) -> SummarizerFactory:
-    from contextengine.compaction.factory import summarizer_from_config
+    from contextengine.compaction.summarizers.factory import summarizer_from_config
 
     gemini = _gemini(settings)
     return lambda config: summarizer_from_config(config, gemini)
 
 
 def _prompt_cache(settings: ServerSettings, configs: AppConfigs) -> PromptCache:
-    from contextengine.cache.gemini_caches import GeminiCaches, ManagedCaches
+    from contextengine.prompt_cache.gemini_caches import GeminiCaches, ManagedCaches
 
     caches = GeminiCaches(_gemini(settings), timeout_seconds=settings.gemini_cache_timeout_seconds)
     return PromptCache(configs, managed=ManagedCaches(caches, clock=time.time))

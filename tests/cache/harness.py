@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contextengine.cache.compaction_policy import CacheAwarePolicy
 from contextengine.compaction.compactor import Compactor
-from contextengine.compaction.summarizer import Summary, SummaryInput
+from contextengine.compaction.summarizers.summarizer import Summary, SummaryInput
 from contextengine.core.events import normalize_for_append
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache
-from contextengine.service._prompt_cache import PromptCache
+from contextengine.prompt_cache.compaction_policy import CacheAwarePolicy
+from contextengine.prompt_cache.service import PromptCache
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.service.context_service import ContextServicer
 from contextengine.store import EventFilter, SessionKey
 from contextengine.store.memory import MemoryStore

@@ -4,8 +4,8 @@ and its pure parts."""
 
 from __future__ import annotations
 
-from contextengine.core.cache import CacheSettings, Metadata
-from contextengine.core.cache._compaction import (
+from contextengine.core.prompt_cache import CacheSettings, Metadata
+from contextengine.core.prompt_cache._compaction import (
     cached_prefix,
     consolidated_plan,
     is_warm,

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from contextengine.core.cache import CanonicalizationError, canonicalize, number_to_string
+from contextengine.core.prompt_cache import CanonicalizationError, canonicalize, number_to_string
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, "\ud800", {"\udc00": 1}, b"x"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextengine.core.cache import (
+from contextengine.core.prompt_cache import (
     BELOW_MIN_TOKENS,
     BELOW_MODEL_MINIMUM,
     NO_PREVIOUS_PROMPT,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from contextengine.core.cache import (
+from contextengine.core.prompt_cache import (
     Fingerprints,
     PromptPrefix,
     canonicalize,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from contextengine.cache.gemini_caches import ManagedCaches
+from contextengine.prompt_cache.gemini_caches import ManagedCaches
 
 
 async def test_a_lock_serialises_its_owner_and_is_dropped_after_use() -> None:

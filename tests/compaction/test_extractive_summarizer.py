@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from contextengine.compaction.extractive import ExtractiveSummarizer
-from contextengine.compaction.summarizer import SummaryInput
+from contextengine.compaction.summarizers.extractive import ExtractiveSummarizer
+from contextengine.compaction.summarizers.summarizer import SummaryInput
 from contextengine.core.compaction import render_events
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, event_pb2

@@ -19,13 +19,13 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from contextengine.adk_json import event_from_adk_json
-from contextengine.compaction.gemini import GeminiSettings, GeminiSummarizer
-from contextengine.compaction.summarizer import (
+from contextengine.compaction.summarizers.gemini import GeminiSettings, GeminiSummarizer
+from contextengine.compaction.summarizers.summarizer import (
     DEFAULT_PROMPT_TEMPLATE,
     SummarizerError,
     SummaryInput,
 )
+from contextengine.core.adk_json import event_from_adk_json
 from contextengine.core.compaction import render_events
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, event_pb2

@@ -7,11 +7,14 @@ import math
 
 import pytest
 
-from contextengine.compaction.extractive import ExtractiveSummarizer
-from contextengine.compaction.factory import check_summarizer_config, summarizer_from_config
-from contextengine.compaction.gemini import GeminiSettings, GeminiSummarizer
-from contextengine.compaction.summarizer import DEFAULT_PROMPT_TEMPLATE
-from contextengine.errors import Code, ContextEngineError
+from contextengine.compaction.summarizers.extractive import ExtractiveSummarizer
+from contextengine.compaction.summarizers.factory import (
+    check_summarizer_config,
+    summarizer_from_config,
+)
+from contextengine.compaction.summarizers.gemini import GeminiSettings, GeminiSummarizer
+from contextengine.compaction.summarizers.summarizer import DEFAULT_PROMPT_TEMPLATE
+from contextengine.core.errors import Code, ContextEngineError
 from contextengine.v1 import config_pb2
 
 SETTINGS = GeminiSettings(api_key="k", base_url="http://127.0.0.1:9")

@@ -36,7 +36,7 @@ from contextengine.core.compaction import (
     plan_token_threshold,
     summary_event,
 )
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 from tests.core.context.random_sessions import random_session
 from tests.parity.compaction_engine import to_proto_event

@@ -25,7 +25,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from contextengine.adk_json import event_from_adk_json
+from contextengine.core.adk_json import event_from_adk_json
 from contextengine.core.compaction import render_events
 from contextengine.core.compaction._render import MAX_TOOL_CONTENT_CHARS
 

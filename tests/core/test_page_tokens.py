@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from contextengine.core import page_tokens
+from contextengine.core.errors import ContextEngineError
 from contextengine.core.page_tokens import PageTokens
-from contextengine.errors import ContextEngineError
 
 KEY = b"k" * 32
 TOKENS = PageTokens(KEY)

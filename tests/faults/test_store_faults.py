@@ -19,7 +19,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.errors import Code, ContextEngineError
+from contextengine.core.errors import Code, ContextEngineError
 from contextengine.server import ContextEngineServer, ServerSettings
 from contextengine.store import EventFilter, SessionKey
 from contextengine.store._sqlite_lock import DatabaseLock

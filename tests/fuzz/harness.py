@@ -29,9 +29,9 @@ import grpc
 from google.protobuf import descriptor, message
 from google.rpc import error_details_pb2, status_pb2
 
-from contextengine.compaction.extractive import ExtractiveSummarizer
+from contextengine.compaction.summarizers.extractive import ExtractiveSummarizer
+from contextengine.core.errors import DOMAIN, REASON_CODES
 from contextengine.core.structs import dict_to_struct
-from contextengine.errors import DOMAIN, REASON_CODES
 from contextengine.server import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.v1 import (

@@ -10,8 +10,8 @@ import pytest
 
 from contextengine.memory import MemoryIndex, PythonMemoryIndex, SqliteMemoryIndex
 from contextengine.memory.service import MemoryService
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.store import EventStore, MemoryStore, SqliteStore
 
 #: backend name -> (store kind, fts mode)

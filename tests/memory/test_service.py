@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.memory import SqliteMemoryIndex
 from contextengine.memory.preload import DEFAULT_PRELOAD_TEMPLATE
 from contextengine.memory.service import MemoryService
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.store import SessionKey, SqliteStore
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 from tests.memory.conftest import Memory, close_memory, open_memory

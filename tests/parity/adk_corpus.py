@@ -64,7 +64,7 @@ from google.adk.workflow import START, Workflow
 from google.genai import types
 from hypothesis import strategies as st
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 
 #: 2026-01-01T00:00:00Z; every timestamp in the corpus is an offset from it.
 T0 = 1_767_225_600.0

@@ -27,7 +27,7 @@ from google.adk.flows.llm_flows.context._fencing import OTHER_AGENT_CONTEXT_PREA
 from google.genai import types
 from google.protobuf import json_format
 
-from contextengine.compaction.summarizer import fill_template
+from contextengine.compaction.summarizers.summarizer import fill_template
 from contextengine.core.compaction import (
     PlanResult,
     plan_after_invocation,

@@ -26,7 +26,7 @@ Adding an engine: write one blocking function with the :data:`EngineFn` signatur
 that tuple, so nothing else changes. An engine is called once per view with the whole session;
 it must not modify the events it is given. Without a ``grow`` function, it is judged as the log
 grows by calling it on every prefix. If it needs the ADK JSON instead of protos,
-``contextengine.adk_json.event_to_adk_json`` turns the events back.
+``contextengine.core.adk_json.event_to_adk_json`` turns the events back.
 
 Comparison: ADK's ``content.model_dump(mode='json', exclude_none=True)`` against
 ``json_format.MessageToDict(ours, preserving_proto_field_name=True)``, normalising only what the

@@ -22,8 +22,8 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 
-from contextengine.adk_json import event_from_adk_json, event_to_adk_dict, event_to_adk_json
-from contextengine.errors import ContextEngineError
+from contextengine.core.adk_json import event_from_adk_json, event_to_adk_dict, event_to_adk_json
+from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import content_pb2, event_pb2
 
 from . import adk_corpus

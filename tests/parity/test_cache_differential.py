@@ -36,8 +36,7 @@ from google.adk.events.event_actions import EventActions, EventCompaction
 from google.adk.models.cache_metadata import CacheMetadata
 from google.genai import types
 
-from contextengine.cache.request import read_model_request_parts
-from contextengine.core.cache import (
+from contextengine.core.prompt_cache import (
     Action,
     CacheSettings,
     Decision,
@@ -47,6 +46,7 @@ from contextengine.core.cache import (
     text_chars,
 )
 from contextengine.core.structs import dict_to_struct
+from contextengine.prompt_cache.request import read_model_request_parts
 from contextengine.v1 import content_pb2, event_pb2
 from tests.core.context.adk_compare import adk_options, ours, run_adk, to_proto
 

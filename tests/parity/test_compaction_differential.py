@@ -52,7 +52,7 @@ from google.adk.events.event import Event
 from google.genai import types
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from contextengine.adk_json import event_to_adk_dict
+from contextengine.core.adk_json import event_to_adk_dict
 from contextengine.v1 import event_pb2
 
 from .compaction_adk import (

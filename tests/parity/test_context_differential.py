@@ -55,7 +55,7 @@ from google.genai import types
 from google.protobuf import json_format
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from contextengine.adk_json import event_to_adk_json
+from contextengine.core.adk_json import event_to_adk_json
 from contextengine.core.context import ContextOptions
 from contextengine.v1 import content_pb2, event_pb2
 

@@ -14,7 +14,7 @@ import pytest
 from google.adk.events.event import Event
 from google.protobuf import json_format
 
-from contextengine.adk_json import event_to_adk_json
+from contextengine.core.adk_json import event_to_adk_json
 from contextengine.v1 import event_pb2
 
 from . import adk_corpus

@@ -16,7 +16,7 @@ import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.compaction.compactor import View
-from contextengine.compaction.summarizer import (
+from contextengine.compaction.summarizers.summarizer import (
     DEFAULT_PROMPT_TEMPLATE,
     Summarizer,
     SummarizerError,

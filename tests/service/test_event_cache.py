@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.service._event_cache import SessionEventCache
+from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.store import SessionKey
 from contextengine.store.memory import MemoryStore
 from contextengine.store.sqlite import SqliteStore

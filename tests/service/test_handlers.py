@@ -17,7 +17,7 @@ from google.protobuf import (
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.service._handlers import generic_handler
 
 LIMIT = 1024

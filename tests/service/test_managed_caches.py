@@ -198,7 +198,7 @@ async def test_failed_delete_is_only_logged(
     await _turn(client, sid, "i1", "one")
     await _turn(client, sid, "i2", "two")
     fake.script(error_reply(503), route=CACHE_DELETE)
-    with caplog.at_level(logging.WARNING, logger="contextengine.cache"):
+    with caplog.at_level(logging.WARNING, logger="contextengine.prompt_cache"):
         third = await _turn(client, sid, "i3", "three")
     assert third.cache_decision.action == cpb.CACHE_ACTION_CREATE
     assert third.cache_decision.invalidated_cache_name == "cachedContents/fake-1"

@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.core.cache import PromptPrefix, fingerprint
+from contextengine.core.prompt_cache import PromptPrefix, fingerprint
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import grpc
 
-from contextengine.cache.compaction_policy import CacheAwarePolicy
 from contextengine.client import ContextEngineClient
 from contextengine.compaction.compactor import View
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._prompt_cache import PromptCache
-from contextengine.service._session_configs import SessionConfigs
+from contextengine.prompt_cache.compaction_policy import CacheAwarePolicy
+from contextengine.prompt_cache.service import PromptCache
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import MemoryStore, SessionKey
 from contextengine.testing import start_local_server
 from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2, event_pb2

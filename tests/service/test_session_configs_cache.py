@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._session_configs import SessionConfigs
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import MemoryStore, SessionKey
 from contextengine.v1 import config_pb2
 

@@ -9,8 +9,8 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from hypothesis import given, settings, strategies as st
 
-from contextengine._echo import echo, shorten
-from contextengine.errors import ContextEngineError
+from contextengine.core.echo import echo, shorten
+from contextengine.core.errors import ContextEngineError
 from contextengine.service._status import (
     MAX_MESSAGE_BYTES,
     MAX_METADATA_BYTES,

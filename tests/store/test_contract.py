@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from contextengine.core.errors import ContextEngineError
 from contextengine.core.structs import dict_to_struct
-from contextengine.errors import ContextEngineError
 from contextengine.store import (
     Change,
     EventFilter,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.store import EventFilter, SessionKey, SqliteStore, _sqlite_writer
 from contextengine.store._migrations import Migration, load_migrations, migrate, split_statements
 from contextengine.store._sqlite_writer import SessionCache, SessionRow, WriteTx, run_batch

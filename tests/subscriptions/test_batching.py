@@ -11,7 +11,7 @@ import pytest
 
 from contextengine.client import ContextEngineClient
 from contextengine.server import ContextEngineServer, ServerSettings
-from contextengine.service._subscription_frames import encode_batch
+from contextengine.subscriptions.frames import encode_batch
 from contextengine.testing import start_local_server
 from contextengine.v1 import subscription_service_pb2 as spb, subscription_service_pb2_grpc
 

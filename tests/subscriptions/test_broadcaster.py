@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.store import Change, LoggedEvent, MemoryStore, SessionDeleted, SessionKey
 from contextengine.subscriptions.broadcaster import (
     Broadcaster,

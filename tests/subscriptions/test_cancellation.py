@@ -10,9 +10,9 @@ from collections.abc import AsyncGenerator
 
 from contextengine.client import ContextEngineClient
 from contextengine.server import ContextEngineServer
-from contextengine.service._event_stream import EventStream
-from contextengine.service._state_stream import StateStream
 from contextengine.subscriptions.broadcaster import Subscription
+from contextengine.subscriptions.event_stream import EventStream
+from contextengine.subscriptions.state_stream import StateStream
 from contextengine.v1 import subscription_service_pb2 as spb
 
 from .helpers import APP, SESSION, USER, eventually, message

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.subscriptions.cursors import MAX_CURSOR, check_within, parse_position
 
 

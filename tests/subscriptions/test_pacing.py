@@ -16,7 +16,6 @@ import pytest
 
 from contextengine.client import ContextEngineClient
 from contextengine.server import ContextEngineServer
-from contextengine.service._subscription_frames import EventFrames, commit_run, encode_batch
 from contextengine.store import Change, LoggedEvent, MemoryStore, SessionDeleted, SessionKey
 from contextengine.subscriptions.broadcaster import (
     Batch,
@@ -25,6 +24,7 @@ from contextengine.subscriptions.broadcaster import (
     SubscriptionEndedError,
     session_route,
 )
+from contextengine.subscriptions.frames import EventFrames, commit_run, encode_batch
 from contextengine.subscriptions.pacing import LivePacer, thread_demand
 from contextengine.v1 import subscription_service_pb2 as spb, subscription_service_pb2_grpc
 

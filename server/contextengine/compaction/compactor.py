@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from contextengine.compaction.summarizer import Summarizer, SummaryInput
+from contextengine.compaction.summarizers.summarizer import Summarizer, SummaryInput
 from contextengine.core.compaction import (
     SLIDING_WINDOW,
     TOKEN_THRESHOLD,
@@ -51,11 +51,11 @@ from contextengine.core.compaction import (
     summary_event,
 )
 from contextengine.core.context import DEFAULT_OTHER_AGENT_PREAMBLE, ContextOptions
+from contextengine.core.errors import ContextEngineError
 from contextengine.core.events import normalize_for_append
-from contextengine.errors import ContextEngineError
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache, SessionLog
-from contextengine.service._session_configs import SessionConfigs
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.event_cache import SessionEventCache, SessionLog
+from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import EventStore, SessionKey
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 
@@ -110,7 +110,7 @@ SummarizerFactory = Callable[[config_pb2.SummarizerConfig | None], Summarizer | 
 
 class CompactionPolicy(Protocol):
     """Adjusts the automatic passes (the prompt-cache-aware policy,
-    ``contextengine.cache.compaction_policy``): the token check before a context and the
+    ``contextengine.prompt_cache.compaction_policy``): the token check before a context and the
     post-invocation pass, also when ``Compact`` runs the latter (its default trigger). ``Compact``
     with an explicit sliding-window or token-threshold trigger is not reviewed."""
 

@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import TypeAlias
 
-from contextengine.errors import ContextEngineError, invalid
+from contextengine.core.errors import ContextEngineError, invalid
 
 #: the longest token accepted (issued ones are far shorter: two ids of 256 characters at most)
 MAX_TOKEN_CHARS = 4096

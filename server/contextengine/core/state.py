@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextengine.errors import invalid
+from contextengine.core.errors import invalid
 
 APP_PREFIX = "app:"
 USER_PREFIX = "user:"

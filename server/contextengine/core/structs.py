@@ -13,7 +13,7 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
-from contextengine.errors import invalid
+from contextengine.core.errors import invalid
 
 
 def struct_to_dict(struct: struct_pb2.Struct, field_name: str) -> dict[str, Any]:

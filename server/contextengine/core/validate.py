@@ -1,14 +1,14 @@
 """Request validation shared by every RPC: ids, events, state, configs. Pure; raises
-:class:`contextengine.errors.ContextEngineError` with an INVALID_ARGUMENT reason."""
+:class:`contextengine.core.errors.ContextEngineError` with an INVALID_ARGUMENT reason."""
 
 from __future__ import annotations
 
 import math
 import re
 
+from contextengine.core.errors import invalid
 from contextengine.core.state import validate_state
 from contextengine.core.structs import struct_to_dict
-from contextengine.errors import invalid
 from contextengine.v1 import config_pb2, event_pb2
 
 MAX_ID_CHARS = 256

@@ -13,7 +13,7 @@ import string
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from contextengine.errors import invalid
+from contextengine.core.errors import invalid
 from contextengine.memory.documents import joined_text
 from contextengine.memory.index import Hit
 from contextengine.v1 import config_pb2

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from contextengine.core.context._rewind import live_indices
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.memory.documents import Entry, entry_from_event, live_entries
 from contextengine.memory.index import Hit, MemoryIndex, Ranking
 from contextengine.memory.preload import (
@@ -31,8 +31,8 @@ from contextengine.memory.preload import (
     render_preload,
 )
 from contextengine.memory.text import MAX_QUERY_CHARS, query_terms
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.store import SessionKey
 from contextengine.v1 import config_pb2
 

@@ -26,7 +26,7 @@ from typing import Any, Literal, get_args
 
 import aiosqlite
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.memory.documents import Entry, content_document
 from contextengine.memory.index import Hit, Ranking
 from contextengine.memory.text import TOKENIZER_VERSION, Document, QueryTerm, TermKind

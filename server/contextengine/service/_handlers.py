@@ -29,7 +29,7 @@ from typing import Any
 import grpc
 from google.protobuf import descriptor, message, message_factory
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.service._status import internal_error, to_status
 
 _LOG = logging.getLogger("contextengine.rpc")

@@ -5,7 +5,7 @@ as a transport error without ErrorInfo): it travels in the trailers twice, as ``
 (percent-encoded: up to 3 bytes per byte of the message) and inside ``grpc-status-details-bin``
 (base64: 4 bytes per 3, holding the message again and the ErrorInfo). So the message is cut to
 :data:`MAX_MESSAGE_BYTES` and the metadata values to :data:`MAX_METADATA_VALUE_BYTES` each and
-:data:`MAX_METADATA_BYTES` together (see ``contextengine._echo.shorten``): at most about
+:data:`MAX_METADATA_BYTES` together (see ``contextengine.core.echo.shorten``): at most about
 3 * 512 + 4 / 3 * (512 + 2048 + keys and framing) bytes, under 6 KiB.
 """
 
@@ -19,8 +19,8 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from contextengine._echo import shorten
-from contextengine.errors import DOMAIN, Code, ContextEngineError
+from contextengine.core.echo import shorten
+from contextengine.core.errors import DOMAIN, Code, ContextEngineError
 
 _LOG = logging.getLogger("contextengine.rpc")
 

@@ -5,22 +5,22 @@ from __future__ import annotations
 from typing import Protocol
 
 from contextengine.compaction.compactor import Compactor, View, invalidated_since
-from contextengine.compaction.summarizer import DEFAULT_PROMPT_TEMPLATE, fill_template
+from contextengine.compaction.summarizers.summarizer import DEFAULT_PROMPT_TEMPLATE, fill_template
 from contextengine.core.compaction import (
     client_plan,
     expand_summary,
     render_events,
     summary_event as build_summary_event,
 )
+from contextengine.core.errors import ContextEngineError, invalid
 from contextengine.core.validate import (
     check_agent_name,
     check_branch,
     check_id,
     check_session_address,
 )
-from contextengine.errors import ContextEngineError, invalid
 from contextengine.memory.service import MemoryService
-from contextengine.service._event_cache import SessionEventCache
+from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.store import SessionKey
 from contextengine.v1 import compaction_service_pb2 as pb
 

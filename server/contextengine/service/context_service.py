@@ -14,6 +14,7 @@ from contextengine.core.context import (
     Item,
 )
 from contextengine.core.context.incremental import View, materialize
+from contextengine.core.errors import invalid
 from contextengine.core.tokens import TokenCounter, default_counter
 from contextengine.core.validate import (
     check_agent_name,
@@ -21,11 +22,10 @@ from contextengine.core.validate import (
     check_id,
     check_session_address,
 )
-from contextengine.errors import invalid
 from contextengine.memory.service import MemoryService
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._event_cache import SessionEventCache, SessionLog
-from contextengine.service._prompt_cache import PromptCache
+from contextengine.prompt_cache.service import PromptCache
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.event_cache import SessionEventCache, SessionLog
 from contextengine.service.memory_service import preload_proto
 from contextengine.store import SessionKey
 from contextengine.v1 import content_pb2, context_service_pb2 as pb, event_pb2

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from contextengine.core.errors import invalid
 from contextengine.core.validate import check_id, check_session_address
-from contextengine.errors import invalid
 from contextengine.memory.documents import current_user_text
 from contextengine.memory.index import Hit
 from contextengine.memory.preload import MAX_RESULTS_LIMIT

@@ -7,8 +7,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from contextengine.compaction.factory import check_summarizer_config
+from contextengine.compaction.summarizers.factory import check_summarizer_config
 from contextengine.core import page_tokens
+from contextengine.core.errors import ContextEngineError, invalid, session_not_found
 from contextengine.core.events import normalize_for_append
 from contextengine.core.rewind_state import (
     first_index_of_invocation,
@@ -25,10 +26,9 @@ from contextengine.core.validate import (
     check_page_size,
     check_session_address,
 )
-from contextengine.errors import ContextEngineError, invalid, session_not_found
 from contextengine.memory.preload import check_memory_config
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._session_configs import SessionConfigs
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import EventFilter, EventStore, SessionKey, StoredSession
 from contextengine.v1 import config_pb2, event_pb2, session_pb2, session_service_pb2 as pb
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from contextengine.service._event_stream import EventStream, StreamSettings
-from contextengine.service._state_stream import StateStream
-from contextengine.service._subscription_frames import EventFrames
-from contextengine.service._subscription_requests import events_spec, watch_spec
 from contextengine.store import EventStore
 from contextengine.subscriptions.broadcaster import Broadcaster
+from contextengine.subscriptions.event_stream import EventStream, StreamSettings
+from contextengine.subscriptions.frames import EventFrames
+from contextengine.subscriptions.requests import events_spec, watch_spec
+from contextengine.subscriptions.state_stream import StateStream
 from contextengine.v1 import subscription_service_pb2 as pb
 
 __all__ = ["StreamSettings", "SubscriptionServicer"]

@@ -10,10 +10,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from contextengine.core.errors import event_id_conflict, sequence_mismatch
 from contextengine.core.events import same_payload
 from contextengine.core.state import JsonObject, apply_delta, split_delta
 from contextengine.core.structs import struct_to_dict
-from contextengine.errors import event_id_conflict, sequence_mismatch
 from contextengine.v1 import event_pb2
 
 

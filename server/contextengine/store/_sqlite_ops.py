@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Sequence
 from functools import partial
 
+from contextengine.core.errors import session_already_exists, session_not_found
 from contextengine.core.state import (
     APP_PREFIX,
     USER_PREFIX,
@@ -25,7 +26,6 @@ from contextengine.core.state import (
     merge_state,
     split_delta,
 )
-from contextengine.errors import session_already_exists, session_not_found
 from contextengine.store._append import copy_event, plan_append
 from contextengine.store._base import (
     AppendOutcome,

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from contextengine.core.errors import session_not_found
 from contextengine.core.state import merge_state
-from contextengine.errors import session_not_found
 from contextengine.store._base import EventFilter, LoggedEvent, SessionKey, StateAt, StoredSession
 from contextengine.store._sqlite_rows import load_event, load_state
 from contextengine.v1 import config_pb2, event_pb2

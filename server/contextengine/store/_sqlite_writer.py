@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.store._base import Change, SessionKey
 from contextengine.store._sqlite_conn import run
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from contextengine.core.errors import ContextEngineError, session_already_exists, session_not_found
 from contextengine.core.state import (
     APP_PREFIX,
     USER_PREFIX,
@@ -22,7 +23,6 @@ from contextengine.core.state import (
     merge_state,
     split_delta,
 )
-from contextengine.errors import ContextEngineError, session_already_exists, session_not_found
 from contextengine.store._append import copy_event, plan_append
 from contextengine.store._base import (
     AppendOutcome,

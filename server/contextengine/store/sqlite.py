@@ -25,7 +25,7 @@ from typing import Any, TypeVar, get_args
 
 import aiosqlite
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.store import _secrets, _sqlite_ops as ops, _sqlite_reads as reads
 from contextengine.store._append import copy_event
 from contextengine.store._base import (

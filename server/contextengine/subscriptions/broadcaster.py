@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.store import Change, EventStore, LoggedEvent, SessionKey
 from contextengine.subscriptions.pacing import LivePacer
 

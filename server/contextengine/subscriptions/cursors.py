@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from contextengine._echo import echo
-from contextengine.errors import invalid
+from contextengine.core.echo import echo
+from contextengine.core.errors import invalid
 
 #: the largest value an int64 cursor can hold
 MAX_CURSOR = 2**63 - 1

@@ -21,8 +21,8 @@ import pytest
 from google.adk.events.event import Event
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from contextengine.adk_json import event_to_adk_json
 from contextengine.client import ContextEngineClient
+from contextengine.core.adk_json import event_to_adk_json
 from contextengine.core.context import ContextOptions, IncludeContents, build_contents
 from contextengine.core.context.incremental import View, encode_contents_field, materialize
 from contextengine.core.tokens import CharsPerFourCounter, content_chars

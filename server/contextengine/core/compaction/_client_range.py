@@ -21,7 +21,7 @@ from contextengine.core.compaction._planner import (
     seed_event,
 )
 from contextengine.core.context._rewind import apply_rewinds
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import event_pb2
 
 __all__ = ["Expansion", "client_plan", "expand_summary"]

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections.abc import MutableMapping, Sequence
 from typing import Any
 
-from contextengine.adk_json import content_to_adk_dict
+from contextengine.core.adk_json import content_to_adk_dict
 from contextengine.core.context._compaction_view import (
     compaction_ranges,
     covered_intervals,

@@ -33,7 +33,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from contextengine.core.cache._canonical import canonicalize, utf16_key
+from contextengine.core.prompt_cache._canonical import canonicalize, utf16_key
 from contextengine.v1 import content_pb2
 
 __all__ = [

@@ -4,13 +4,13 @@ functions, no I/O; see ``docs/design/prompt-cache.md``."""
 
 from __future__ import annotations
 
-from contextengine.core.cache._canonical import (
+from contextengine.core.prompt_cache._canonical import (
     CanonicalizationError,
     canonicalize,
     number_to_string,
     utf16_key,
 )
-from contextengine.core.cache._decision import (
+from contextengine.core.prompt_cache._decision import (
     BELOW_MIN_TOKENS,
     BELOW_MODEL_MINIMUM,
     NO_PREVIOUS_PROMPT,
@@ -25,7 +25,7 @@ from contextengine.core.cache._decision import (
     find_cache_info,
     scan_cache_events,
 )
-from contextengine.core.cache._fingerprint import (
+from contextengine.core.prompt_cache._fingerprint import (
     FINGERPRINT_VERSION,
     Fingerprints,
     PromptPrefix,
@@ -35,7 +35,7 @@ from contextengine.core.cache._fingerprint import (
     fingerprint_document,
     normalize_tools,
 )
-from contextengine.core.cache._prefix import (
+from contextengine.core.prompt_cache._prefix import (
     APPENDED_CONTINUE_CHARS,
     APPENDED_EMPTY_CHARS,
     appended_chars,

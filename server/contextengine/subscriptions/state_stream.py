@@ -13,11 +13,8 @@ from functools import partial
 
 from google.protobuf import struct_pb2
 
+from contextengine.core.errors import session_not_found
 from contextengine.core.structs import dict_to_struct
-from contextengine.errors import session_not_found
-from contextengine.service._event_stream import StreamSettings, ended_error
-from contextengine.service._subscription_frames import heartbeat
-from contextengine.service._subscription_requests import WatchSpec
 from contextengine.store import Change, EventStore, LoggedEvent, SessionCreated, SessionDeleted
 from contextengine.subscriptions.broadcaster import (
     Broadcaster,
@@ -25,6 +22,9 @@ from contextengine.subscriptions.broadcaster import (
     SubscriptionEndedError,
     app_route,
 )
+from contextengine.subscriptions.event_stream import StreamSettings, ended_error
+from contextengine.subscriptions.frames import heartbeat
+from contextengine.subscriptions.requests import WatchSpec
 from contextengine.subscriptions.state_watch import changed_keys, concerns
 from contextengine.v1 import subscription_service_pb2 as pb
 

@@ -20,9 +20,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from contextengine.cache.gemini_caches import CacheRequest, ManagedCaches
-from contextengine.cache.request import ModelRequestParts, read_model_request_parts
-from contextengine.core.cache import (
+from contextengine.core.context import ContextOptions
+from contextengine.core.context.incremental import View
+from contextengine.core.prompt_cache import (
     Action,
     CacheScan,
     CacheSettings,
@@ -35,10 +35,10 @@ from contextengine.core.cache import (
     scan_cache_events,
     text_chars,
 )
-from contextengine.core.context import ContextOptions
-from contextengine.core.context.incremental import View
 from contextengine.core.validate import check_id
-from contextengine.service._app_configs import AppConfigs
+from contextengine.prompt_cache.gemini_caches import CacheRequest, ManagedCaches
+from contextengine.prompt_cache.request import ModelRequestParts, read_model_request_parts
+from contextengine.runtime.app_configs import AppConfigs
 from contextengine.store import SessionKey
 from contextengine.v1 import (
     config_pb2,

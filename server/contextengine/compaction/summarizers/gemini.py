@@ -32,7 +32,7 @@ import httpx
 from google.genai import Client, errors as genai_errors, types
 from google.protobuf import json_format
 
-from contextengine.compaction.summarizer import (
+from contextengine.compaction.summarizers.summarizer import (
     DEFAULT_PROMPT_TEMPLATE,
     SummarizerError,
     Summary,

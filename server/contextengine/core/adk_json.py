@@ -27,7 +27,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 
-from contextengine.errors import ContextEngineError
+from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import content_pb2, event_pb2
 
 __all__ = [

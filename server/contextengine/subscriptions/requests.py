@@ -1,13 +1,13 @@
 """Validation of subscription requests into what the streams work with. Pure; raises
-:class:`contextengine.errors.ContextEngineError` with an INVALID_ARGUMENT reason."""
+:class:`contextengine.core.errors.ContextEngineError` with an INVALID_ARGUMENT reason."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contextengine._echo import echo
+from contextengine.core.echo import echo
+from contextengine.core.errors import invalid
 from contextengine.core.validate import check_id, check_session_address
-from contextengine.errors import invalid
 from contextengine.store import SessionKey
 from contextengine.subscriptions.broadcaster import Route, app_route, session_route, user_route
 from contextengine.subscriptions.cursors import parse_position

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from contextengine.errors import ContextEngineError
-from contextengine.service._app_configs import AppConfigs
+from contextengine.core.errors import ContextEngineError
+from contextengine.runtime.app_configs import AppConfigs
 from contextengine.store import Change, EventStore, SessionCreated, SessionDeleted, SessionKey
 from contextengine.v1 import config_pb2
 

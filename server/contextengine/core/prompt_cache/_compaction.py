@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextengine.core.cache._decision import CacheSettings, Metadata
 from contextengine.core.compaction import (
     TOKEN_THRESHOLD,
     CompactionPlan,
@@ -35,6 +34,7 @@ from contextengine.core.compaction._planner import seed_event
 from contextengine.core.context import ContextOptions, build_contents
 from contextengine.core.context._compaction_view import compaction_ranges
 from contextengine.core.context._rewind import apply_rewinds
+from contextengine.core.prompt_cache._decision import CacheSettings, Metadata
 from contextengine.core.tokens import content_chars
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 

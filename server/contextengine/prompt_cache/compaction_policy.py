@@ -35,8 +35,15 @@ import time
 from collections.abc import Callable
 
 from contextengine.compaction.compactor import View
-from contextengine.core.cache import Fingerprints
-from contextengine.core.cache._compaction import (
+from contextengine.core.compaction import TOKEN_THRESHOLD, CompactionPlan
+from contextengine.core.context import (
+    DEFAULT_OTHER_AGENT_PREAMBLE,
+    ContextOptions,
+    build_contents,
+)
+from contextengine.core.context._compaction_view import latest_non_subsumed_compaction
+from contextengine.core.prompt_cache import Fingerprints
+from contextengine.core.prompt_cache._compaction import (
     cached_prefix,
     consolidated_plan,
     contents_chars,
@@ -46,16 +53,9 @@ from contextengine.core.cache._compaction import (
     restricted_plan,
     with_placeholder_summary,
 )
-from contextengine.core.compaction import TOKEN_THRESHOLD, CompactionPlan
-from contextengine.core.context import (
-    DEFAULT_OTHER_AGENT_PREAMBLE,
-    ContextOptions,
-    build_contents,
-)
-from contextengine.core.context._compaction_view import latest_non_subsumed_compaction
-from contextengine.service._app_configs import AppConfigs
-from contextengine.service._prompt_cache import PromptCache, settings_of
-from contextengine.service._session_configs import SessionConfigs
+from contextengine.prompt_cache.service import PromptCache, settings_of
+from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import SessionKey
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 

@@ -3,7 +3,7 @@
 :class:`GeminiCaches` makes the two calls google-adk's ``GeminiContextCacheManager`` makes
 (``caches.create`` with the cached contents, system instruction, tools, tool config and TTL;
 ``caches.delete``), with the server's Gemini API key and endpoint (the same
-:class:`~contextengine.compaction.gemini.GeminiSettings` as the Gemini summarizer). google-genai's
+:class:`~contextengine.compaction.summarizers.gemini.GeminiSettings` as the Gemini summarizer). google-genai's
 own retries are off and every call has a time limit: a cache is an optimisation, so a slow or
 failing Gemini must never hold up a context.
 
@@ -29,13 +29,13 @@ from typing import Any
 from google.genai import Client, errors as genai_errors, types
 from google.protobuf import json_format
 
-from contextengine.compaction.gemini import GeminiSettings
-from contextengine.core.cache import Action, Decision
+from contextengine.compaction.summarizers.gemini import GeminiSettings
+from contextengine.core.prompt_cache import Action, Decision
 from contextengine.v1 import content_pb2
 
 __all__ = ["CacheCreationError", "CreatedCache", "GeminiCaches", "ManagedCaches"]
 
-_LOG = logging.getLogger("contextengine.cache")
+_LOG = logging.getLogger("contextengine.prompt_cache")
 
 #: default time limit of one create / delete call, in seconds
 DEFAULT_TIMEOUT_SECONDS = 10.0

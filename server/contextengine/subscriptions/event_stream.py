@@ -29,15 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from contextengine.errors import ContextEngineError, session_not_found
-from contextengine.service._subscription_frames import (
-    EventFrames,
-    caught_up,
-    commit_run,
-    encode_batch,
-    heartbeat,
-)
-from contextengine.service._subscription_requests import EventsSpec
+from contextengine.core.errors import ContextEngineError, session_not_found
 from contextengine.store import Change, EventStore, LoggedEvent, SessionDeleted
 from contextengine.subscriptions.broadcaster import (
     Broadcaster,
@@ -46,6 +38,14 @@ from contextengine.subscriptions.broadcaster import (
     SubscriptionEndedError,
 )
 from contextengine.subscriptions.cursors import check_within
+from contextengine.subscriptions.frames import (
+    EventFrames,
+    caught_up,
+    commit_run,
+    encode_batch,
+    heartbeat,
+)
+from contextengine.subscriptions.requests import EventsSpec
 from contextengine.v1 import subscription_service_pb2 as pb
 
 

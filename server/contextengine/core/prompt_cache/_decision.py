@@ -25,7 +25,7 @@ import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from contextengine.core.cache._prefix import (
+from contextengine.core.prompt_cache._prefix import (
     appended_chars,
     cacheable_count,
     estimate_prefix_tokens,

@@ -39,10 +39,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from contextengine.compaction.summarizer import Summary, SummaryInput
+from contextengine.compaction.summarizers.summarizer import Summary, SummaryInput
 from contextengine.core.compaction import is_credential_request
+from contextengine.core.errors import ContextEngineError
 from contextengine.core.structs import sorted_keys, struct_to_dict
-from contextengine.errors import ContextEngineError
 from contextengine.v1 import content_pb2, event_pb2
 
 __all__ = ["ExtractiveSummarizer"]

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import string
 
-from contextengine.compaction.extractive import ExtractiveSummarizer
-from contextengine.compaction.gemini import GeminiSettings, GeminiSummarizer
-from contextengine.compaction.summarizer import Summarizer
-from contextengine.errors import invalid
+from contextengine.compaction.summarizers.extractive import ExtractiveSummarizer
+from contextengine.compaction.summarizers.gemini import GeminiSettings, GeminiSummarizer
+from contextengine.compaction.summarizers.summarizer import Summarizer
+from contextengine.core.errors import invalid
 from contextengine.v1 import config_pb2
 
 __all__ = [

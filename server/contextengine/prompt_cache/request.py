@@ -2,7 +2,7 @@
 
 The system instruction, tools and tool config are validated as google-genai ``Content``,
 ``Tool`` and ``ToolConfig`` (strictly: unknown fields and unknown enum values are errors) and
-turned into the :class:`~contextengine.core.cache.PromptPrefix` the fingerprint covers, plus the
+turned into the :class:`~contextengine.core.prompt_cache.PromptPrefix` the fingerprint covers, plus the
 character count ADK's cache-size estimate gives them.
 """
 
@@ -18,9 +18,9 @@ import pydantic
 from google.genai import types
 from google.protobuf import struct_pb2
 
-from contextengine.core.cache import PromptPrefix, content_json, text_chars
+from contextengine.core.errors import ContextEngineError, invalid
+from contextengine.core.prompt_cache import PromptPrefix, content_json, text_chars
 from contextengine.core.structs import struct_to_dict
-from contextengine.errors import ContextEngineError, invalid
 from contextengine.v1 import content_pb2
 
 __all__ = ["ModelRequestParts", "read_model_request_parts"]
