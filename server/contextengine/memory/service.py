@@ -16,9 +16,8 @@ run once more afterwards). Failures are logged, never raised.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextengine.core.context._rewind import live_indices
@@ -33,6 +32,7 @@ from contextengine.memory.preload import (
 from contextengine.memory.text import MAX_QUERY_CHARS, query_terms
 from contextengine.runtime.app_configs import AppConfigs
 from contextengine.runtime.event_cache import SessionEventCache
+from contextengine.runtime.locks import KeyedLocks
 from contextengine.store import SessionKey
 from contextengine.v1 import config_pb2
 
@@ -74,27 +74,6 @@ def _max_results(config: config_pb2.MemoryConfig) -> int:
     return config.max_results if config.HasField("max_results") else DEFAULT_MAX_RESULTS
 
 
-class _SessionLocks:
-    """One lock per session, dropped when nobody holds or waits for it."""
-
-    def __init__(self) -> None:
-        self._locks: dict[SessionKey, tuple[asyncio.Lock, int]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, key: SessionKey) -> AsyncIterator[None]:
-        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
-        self._locks[key] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[key]
-            if users == 1:
-                del self._locks[key]
-            else:
-                self._locks[key] = (lock, users - 1)
-
-
 class MemoryService:
     """Long-term memory over a ``MemoryIndex`` (see the module docstring)."""
 
@@ -102,7 +81,7 @@ class MemoryService:
         self.index = index
         self._events = events
         self._configs = configs
-        self._locks = _SessionLocks()
+        self._locks: KeyedLocks[SessionKey] = KeyedLocks()
         self._tasks: dict[SessionKey, asyncio.Task[None]] = {}
         self._again: set[SessionKey] = set()
         self._closed = False

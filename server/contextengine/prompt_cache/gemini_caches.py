@@ -18,11 +18,10 @@ serialised.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,8 @@ from google.protobuf import json_format
 
 from contextengine.compaction.summarizers.gemini import GeminiSettings
 from contextengine.core.prompt_cache import Action, Decision
+from contextengine.runtime.locks import KeyedLocks
+from contextengine.runtime.lru import BoundedLru
 from contextengine.v1 import content_pb2
 
 __all__ = ["CacheCreationError", "CreatedCache", "GeminiCaches", "ManagedCaches"]
@@ -163,15 +164,6 @@ class CacheRequest:
     ttl_seconds: int
 
 
-class _OwnerLock:
-    __slots__ = ("lock", "users")
-
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()
-        #: calls holding or awaiting ``lock``
-        self.users = 0
-
-
 class ManagedCaches:
     """Applies decisions for apps with ``managed_gemini_caches``."""
 
@@ -184,26 +176,14 @@ class ManagedCaches:
     ) -> None:
         self._caches = caches
         self._clock = clock
-        self._locks: dict[Any, _OwnerLock] = {}
-        self._memo: OrderedDict[Any, Decision] = OrderedDict()
-        self._deleted: OrderedDict[str, None] = OrderedDict()
-        self._memo_size = memo_size
+        self._locks: KeyedLocks[Any] = KeyedLocks()
+        self._memo: BoundedLru[Any, Decision] = BoundedLru(memo_size)
+        self._deleted: BoundedLru[str, None] = BoundedLru(memo_size)
 
-    @contextlib.asynccontextmanager
-    async def lock(self, owner: Any) -> AsyncIterator[None]:
+    def lock(self, owner: Any) -> AbstractAsyncContextManager[None]:
         """Serialises the decisions of one (session, agent); the lock is kept only while in use
         or awaited."""
-        entry = self._locks.get(owner)
-        if entry is None:
-            entry = self._locks[owner] = _OwnerLock()
-        entry.users += 1
-        try:
-            async with entry.lock:
-                yield
-        finally:
-            entry.users -= 1
-            if entry.users == 0:
-                del self._locks[owner]
+        return self._locks.hold(owner)
 
     async def apply(
         self,
@@ -222,7 +202,6 @@ class ManagedCaches:
         key = (owner, based_on, decision.metadata.fingerprint, decision.metadata.contents_count)
         remembered = self._memo.get(key)
         if remembered is not None:
-            self._memo.move_to_end(key)
             expire = remembered.metadata.expire_time
             if remembered.action is Action.CREATE and expire is not None and expire > self._clock():
                 return remembered
@@ -251,16 +230,12 @@ class ManagedCaches:
             else created_at + request.ttl_seconds
         )
         done = decision.created(created.name, expire, created_at)
-        self._memo[key] = done
-        while len(self._memo) > self._memo_size:
-            self._memo.popitem(last=False)
+        self._memo.put(key, done)
         return done
 
     async def _delete(self, name: str) -> None:
         if self._caches is not None and name not in self._deleted:
-            self._deleted[name] = None
-            while len(self._deleted) > self._memo_size:
-                self._deleted.popitem(last=False)
+            self._deleted.put(name, None)
             await self._caches.delete(name)
 
     async def aclose(self) -> None:

@@ -12,11 +12,11 @@ store again).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from contextengine.core.errors import ContextEngineError
 from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.lru import BoundedLru
 from contextengine.store import Change, EventStore, SessionCreated, SessionDeleted, SessionKey
 from contextengine.v1 import config_pb2
 
@@ -29,8 +29,7 @@ class SessionConfigs:
     ) -> None:
         self._store = store
         self._apps = apps
-        self._capacity = capacity
-        self._cache: OrderedDict[SessionKey, config_pb2.SessionConfig] = OrderedDict()
+        self._cache: BoundedLru[SessionKey, config_pb2.SessionConfig] = BoundedLru(capacity)
         #: bumped by every update and every session created or deleted
         self._version = 0
         self._unlisten: Callable[[], None] | None = None
@@ -49,12 +48,11 @@ class SessionConfigs:
         session does not exist. Treat it as read-only."""
         cached = self._cache.get(key)
         if cached is not None:
-            self._cache.move_to_end(key)
             return cached
         version = self._version
         config = await self._store.get_session_config(key)
         if version == self._version:
-            self._remember(key, config)
+            self._cache.put(key, config)
         return config
 
     async def put(
@@ -66,9 +64,9 @@ class SessionConfigs:
         overlapped = version != self._version
         self._version += 1
         if overlapped:
-            self._cache.pop(key, None)
+            self._cache.pop(key)
         else:
-            self._remember(key, stored)
+            self._cache.put(key, stored)
         return stored
 
     async def compaction(self, key: SessionKey) -> config_pb2.EventsCompactionConfig | None:
@@ -87,14 +85,8 @@ class SessionConfigs:
             return None
         return app.events_compaction_config
 
-    def _remember(self, key: SessionKey, config: config_pb2.SessionConfig) -> None:
-        self._cache[key] = config
-        self._cache.move_to_end(key)
-        while len(self._cache) > self._capacity:
-            self._cache.popitem(last=False)
-
     def _on_commit(self, changes: Sequence[Change]) -> None:
         for change in changes:
             if isinstance(change, SessionCreated | SessionDeleted):
                 self._version += 1
-                self._cache.pop(change.key, None)
+                self._cache.pop(change.key)
