@@ -3,7 +3,8 @@
 The system instruction, tools and tool config are validated as google-genai ``Content``,
 ``Tool`` and ``ToolConfig`` (strictly: unknown fields and unknown enum values are errors) and
 turned into the :class:`~contextengine.core.prompt_cache.PromptPrefix` the fingerprint covers, plus the
-character count ADK's cache-size estimate gives them.
+character count ADK's cache-size estimate gives them. :class:`PromptCacheInputs` is what the
+prompt cache reads of a BuildContext request: who asks, for which model, with which fixed parts.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from google.protobuf import struct_pb2
 from contextengine.core.errors import ContextEngineError, invalid
 from contextengine.core.prompt_cache import PromptPrefix, content_json, text_chars
 from contextengine.core.structs import struct_to_dict
-from contextengine.v1 import content_pb2
+from contextengine.store import SessionKey
+from contextengine.v1 import content_pb2, context_service_pb2
 
-__all__ = ["ModelRequestParts", "read_model_request_parts"]
+__all__ = ["ModelRequestParts", "PromptCacheInputs", "read_model_request_parts"]
 
 REASON = "INVALID_MODEL_INPUT"
 
@@ -39,6 +41,40 @@ class ModelRequestParts:
     system_instruction: types.Content | None
     tools: tuple[types.Tool, ...]
     tool_config: types.ToolConfig | None
+
+
+@dataclass(frozen=True)
+class PromptCacheInputs:
+    """The parts of a BuildContext request the prompt cache reads (the messages are the
+    request's own, not copies: read them, never change them)."""
+
+    key: SessionKey
+    agent_name: str
+    invocation_id: str
+    #: the model's name, as ``ModelIdentity.model``
+    model: str
+    provider: context_service_pb2.ModelProvider.ValueType
+    use_interactions_api: bool
+    system_instruction: content_pb2.Content | None
+    tools: Sequence[struct_pb2.Struct]
+    tool_config: struct_pb2.Struct | None
+
+    @classmethod
+    def of(cls, request: context_service_pb2.BuildContextRequest) -> PromptCacheInputs:
+        """The inputs of ``request``."""
+        return cls(
+            key=SessionKey(request.app_name, request.user_id, request.session_id),
+            agent_name=request.agent_name,
+            invocation_id=request.invocation_id,
+            model=request.model.model,
+            provider=request.model.provider,
+            use_interactions_api=request.model.use_interactions_api,
+            system_instruction=(
+                request.system_instruction if request.HasField("system_instruction") else None
+            ),
+            tools=request.tools,
+            tool_config=request.tool_config if request.HasField("tool_config") else None,
+        )
 
 
 def _first_error(error: pydantic.ValidationError) -> str:

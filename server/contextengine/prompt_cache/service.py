@@ -2,8 +2,9 @@
 
 Used only for apps with a ``context_cache_config``. :meth:`PromptCache.prepare` validates the
 request's system instruction, tools and tool config first (INVALID_MODEL_INPUT), before anything
-else happens; :meth:`PromptCache.fill` adds the fields to the response once the contents are
-built, and (managed apps, Gemini models) creates and deletes caches through google-genai.
+else happens; :meth:`PromptCache.fields` computes the fields once the contents are built
+(a :class:`PromptCacheFields`, which the caller copies into its response), and (managed apps,
+Gemini models) creates and deletes caches through google-genai.
 
 Kept per (session, agent, view options), all bounded and in memory: the canonical JSON of the
 view's contents (a view only ever grows by appending, so each content is canonicalized once),
@@ -37,7 +38,11 @@ from contextengine.core.prompt_cache import (
 )
 from contextengine.core.validate import check_id
 from contextengine.prompt_cache.gemini_caches import CacheRequest, ManagedCaches
-from contextengine.prompt_cache.request import ModelRequestParts, read_model_request_parts
+from contextengine.prompt_cache.request import (
+    ModelRequestParts,
+    PromptCacheInputs,
+    read_model_request_parts,
+)
 from contextengine.runtime.app_configs import AppConfigs
 from contextengine.store import SessionKey
 from contextengine.v1 import (
@@ -47,7 +52,14 @@ from contextengine.v1 import (
     event_pb2,
 )
 
-__all__ = ["Prepared", "PromptCache", "Seen", "decision_proto", "settings_of"]
+__all__ = [
+    "Prepared",
+    "PromptCache",
+    "PromptCacheFields",
+    "Seen",
+    "decision_proto",
+    "settings_of",
+]
 
 _ACTIONS = {
     Action.FINGERPRINT_ONLY: pb.CACHE_ACTION_FINGERPRINT_ONLY,
@@ -77,6 +89,25 @@ class Prepared:
 
     config: config_pb2.ContextCacheConfig
     parts: ModelRequestParts
+    inputs: PromptCacheInputs
+    options: ContextOptions
+
+
+@dataclass(frozen=True)
+class PromptCacheFields:
+    """The prompt-cache fields of a BuildContextResponse."""
+
+    cacheable_contents_count: int
+    fingerprint: str
+    decision: Decision
+    #: whether the sidecar manages the cache (created and deleted it through google-genai)
+    managed: bool
+    #: the cache lifetime a CREATE the agent performs itself asks for
+    ttl_seconds: int
+
+    def decision_proto(self) -> pb.CacheDecision:
+        """``BuildContextResponse.cache_decision`` (a new message each call)."""
+        return decision_proto(self.decision, managed=self.managed, ttl_seconds=self.ttl_seconds)
 
 
 @dataclass(frozen=True)
@@ -139,27 +170,23 @@ class PromptCache:
         if self._managed is not None:
             await self._managed.aclose()
 
-    async def prepare(
-        self, request: pb.BuildContextRequest, options: ContextOptions
-    ) -> Prepared | None:
-        """None when the app has no prompt caching; raises INVALID_ARGUMENT for bad inputs."""
-        app = await self._configs.get(request.app_name)
+    async def prepare(self, inputs: PromptCacheInputs, options: ContextOptions) -> Prepared | None:
+        """None when the app has no prompt caching; raises INVALID_ARGUMENT (invocation id) or
+        INVALID_MODEL_INPUT (system instruction, tools, tool config) for bad inputs. Records
+        the call as the agent's latest (:meth:`seen`)."""
+        app = await self._configs.get(inputs.key.app_name)
         if app is None or not app.HasField("context_cache_config"):
             return None
-        check_id(request.invocation_id, "invocation_id", required=False)
+        check_id(inputs.invocation_id, "invocation_id", required=False)
         parts = read_model_request_parts(
-            request.model.model,
-            request.system_instruction if request.HasField("system_instruction") else None,
-            request.tools,
-            request.tool_config if request.HasField("tool_config") else None,
+            inputs.model, inputs.system_instruction, inputs.tools, inputs.tool_config
         )
-        key = SessionKey(request.app_name, request.user_id, request.session_id)
-        seen_key = (key, request.agent_name)
+        seen_key = (inputs.key, inputs.agent_name)
         self._seen.pop(seen_key, None)
-        self._seen[seen_key] = Seen(parts.prefix, request.invocation_id, options)
+        self._seen[seen_key] = Seen(parts.prefix, inputs.invocation_id, options)
         while len(self._seen) > self._max:
             self._seen.popitem(last=False)
-        return Prepared(app.context_cache_config, parts)
+        return Prepared(app.context_cache_config, parts, inputs, options)
 
     def seen(self, key: SessionKey, agent_name: str) -> Seen | None:
         """The agent's latest BuildContext request in this session (None: none seen)."""
@@ -193,28 +220,25 @@ class PromptCache:
             self._views.popitem(last=False)
         return memo
 
-    async def fill(
+    async def fields(
         self,
         prepared: Prepared,
-        response: pb.BuildContextResponse,
-        key: SessionKey,
-        request: pb.BuildContextRequest,
-        options: ContextOptions,
         view: View,
         contents: Sequence[content_pb2.Content],
         events: Sequence[event_pb2.Event],
         generation: int,
-    ) -> None:
-        """Sets the prompt-cache fields of ``response``, whose ``contents`` ``view`` built from
-        ``events`` (the view itself may have been extended since: it only keys the memos)."""
+    ) -> PromptCacheFields:
+        """The prompt-cache fields of a response whose ``contents`` ``view`` built from
+        ``events`` (the view itself may have been extended since: it only keys the memos).
+        Managed apps on Gemini models: creates and deletes the caches the decision needs."""
+        inputs, options, parts = prepared.inputs, prepared.options, prepared.parts
+        key = inputs.key
         roles = [content.role for content in contents]
-        parts = prepared.parts
         memo = self._memo(key, options, view, events, generation)
         fingerprints = Fingerprints(parts.prefix, contents, memo.canonical)
         prefix_count = cacheable_count(roles)
-        response.cacheable_contents_count = prefix_count
-        response.fingerprint = fingerprints.of(prefix_count)
-        info = cache_info(events, memo.scan, request.invocation_id)
+        fingerprint = fingerprints.of(prefix_count)
+        info = cache_info(events, memo.scan, inputs.invocation_id)
         settings = settings_of(prepared.config)
         decision = decide(
             info,
@@ -222,15 +246,15 @@ class PromptCache:
             fingerprint=fingerprints.of,
             settings=settings,
             now=self._clock(),
-            model=request.model.model,
+            model=inputs.model,
             fixed_chars=parts.fixed_chars,
             content_chars=lambda: [text_chars(content) for content in contents],
         )
         managed = (
             prepared.config.managed_gemini_caches
             and self._managed is not None
-            and request.model.provider in _GEMINI
-            and not request.model.use_interactions_api
+            and inputs.provider in _GEMINI
+            and not inputs.use_interactions_api
         )
         if managed and self._managed is not None:
             owner = (key, options.agent_name)
@@ -245,19 +269,23 @@ class PromptCache:
                     decision,
                     contents,
                     CacheRequest(
-                        model=request.model.model,
+                        model=inputs.model,
                         system_instruction=parts.system_instruction,
                         tools=parts.tools,
                         tool_config=parts.tool_config,
                         ttl_seconds=settings.ttl_seconds,
                     ),
                 )
-        response.cache_decision.CopyFrom(
-            decision_proto(decision, managed=managed, ttl_seconds=settings.ttl_seconds)
-        )
         in_use_key = (key, options.agent_name)
         self._in_use.pop(in_use_key, None)
         if decision.action is not Action.FINGERPRINT_ONLY:
             self._in_use[in_use_key] = parts.prefix
             while len(self._in_use) > self._max:
                 self._in_use.popitem(last=False)
+        return PromptCacheFields(
+            cacheable_contents_count=prefix_count,
+            fingerprint=fingerprint,
+            decision=decision,
+            managed=managed,
+            ttl_seconds=settings.ttl_seconds,
+        )

@@ -23,6 +23,7 @@ from contextengine.core.validate import (
     check_session_address,
 )
 from contextengine.memory.service import MemoryService
+from contextengine.prompt_cache.request import PromptCacheInputs
 from contextengine.prompt_cache.service import PromptCache
 from contextengine.runtime.app_configs import AppConfigs
 from contextengine.runtime.event_cache import SessionEventCache, SessionLog
@@ -123,7 +124,7 @@ class ContextServicer:
         check_session_address(request.app_name, request.user_id, request.session_id)
         key = SessionKey(request.app_name, request.user_id, request.session_id)
         options = await self._options(request)
-        caching = await self._prompt_cache.prepare(request, options)
+        caching = await self._prompt_cache.prepare(PromptCacheInputs.of(request), options)
         compaction_sequence = 0
         log: SessionLog | None = None
         if self._compactor is not None and not request.skip_compaction:
@@ -153,17 +154,16 @@ class ContextServicer:
         if request.preload_memory and self._memory is not None:
             tail.memory_preload.CopyFrom(await preload_proto(self._memory, key, request, events))
         if caching is not None:
-            await self._prompt_cache.fill(
+            fields = await self._prompt_cache.fields(
                 caching,
-                tail,
-                key,
-                request,
-                options,
                 view,
                 view.contents[:content_count],
                 events if len(events) == event_count else events[:event_count],
                 log.generation,
             )
+            tail.cacheable_contents_count = fields.cacheable_contents_count
+            tail.fingerprint = fields.fingerprint
+            tail.cache_decision.CopyFrom(fields.decision_proto())
         # Fields may come in any order: the cached encoded contents, then the rest (one copy).
         return b"".join((memoryview(view.body)[:body_size], tail.SerializeToString()))
 

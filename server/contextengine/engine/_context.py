@@ -1,0 +1,273 @@
+"""BuildContext in the engine: the model contents of a session, materialized incrementally.
+
+:class:`ContextBuilder` validates the request's options, runs the token check of compaction
+before building (unless the request skips it), extends the cached view of the log the options
+give (one per session and options, in a bounded LRU), and adds the memory preload and the
+prompt-cache fields. It answers with a :class:`ContextResult`: the response's wire bytes, made
+of the view's cached encoded contents and the rest of the response in one join (the hot path:
+the contents are never re-encoded), with typed accessors for the fields beside the contents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from contextengine.compaction.compactor import Compactor, View as CompactionView
+from contextengine.core.context import ContextOptions, IncludeContents, Item
+from contextengine.core.context.incremental import View, materialize
+from contextengine.core.errors import invalid
+from contextengine.core.tokens import TokenCounter, default_counter
+from contextengine.core.validate import (
+    check_agent_name,
+    check_branch,
+    check_id,
+    check_session_address,
+)
+from contextengine.memory.service import MemoryService
+from contextengine.prompt_cache.request import PromptCacheInputs
+from contextengine.prompt_cache.service import PromptCache, PromptCacheFields
+from contextengine.runtime.event_cache import SessionEventCache, SessionLog
+from contextengine.runtime.lru import BoundedLru
+from contextengine.runtime.resolver import ConfigResolver
+from contextengine.service.memory_service import preload_proto
+from contextengine.store import SessionKey
+from contextengine.v1 import content_pb2, context_service_pb2 as pb, event_pb2, memory_pb2
+
+__all__ = ["ContextBuilder", "ContextResult", "preserve_function_call_ids"]
+
+_KEEP_IDS = frozenset(
+    {
+        pb.MODEL_PROVIDER_ANTHROPIC,
+        pb.MODEL_PROVIDER_LITELLM,
+        pb.MODEL_PROVIDER_OPENAI_RESPONSES,
+    }
+)
+
+#: a view's cache key: the session, the options without the user content (a protobuf message
+#: is not hashable), and the user content's bytes
+_ViewKey = tuple[SessionKey, ContextOptions, bytes]
+
+
+def preserve_function_call_ids(model: pb.ModelIdentity) -> bool:
+    """ADK keeps 'adk-' call ids for models that pair calls and responses by id."""
+    if model.provider in _KEEP_IDS:
+        return True
+    return model.provider in (pb.MODEL_PROVIDER_GEMINI, pb.MODEL_PROVIDER_UNSPECIFIED) and (
+        model.use_interactions_api
+    )
+
+
+@dataclass(frozen=True)
+class ContextResult:
+    """What BuildContext answers. The bytes are built once and never change; the typed
+    accessors read (copies of) the fields beside the contents, without decoding the contents."""
+
+    _encoded: bytes
+    _tail: pb.BuildContextResponse
+    #: how many contents the response holds
+    contents_count: int
+
+    def encoded(self) -> bytes:
+        """The ``BuildContextResponse`` wire bytes (what the gRPC handler sends as they are)."""
+        return self._encoded
+
+    def response(self) -> pb.BuildContextResponse:
+        """The decoded response (a new message each call)."""
+        return pb.BuildContextResponse.FromString(self._encoded)
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last event the contents cover (0: an empty log)."""
+        return self._tail.last_sequence
+
+    @property
+    def token_estimate(self) -> int:
+        """The estimated tokens of the contents."""
+        return self._tail.token_estimate.tokens
+
+    @property
+    def token_counter(self) -> str:
+        """The name of the counter that made :attr:`token_estimate`."""
+        return self._tail.token_estimate.counter
+
+    @property
+    def compaction_sequence(self) -> int:
+        """The summary event the token check appended before building (0: none)."""
+        return self._tail.compaction_sequence
+
+    @property
+    def fingerprint(self) -> str:
+        """The prompt-cache fingerprint ('' for apps without prompt caching)."""
+        return self._tail.fingerprint
+
+    @property
+    def cacheable_contents_count(self) -> int:
+        """How many leading contents a prompt cache may hold (0 without prompt caching)."""
+        return self._tail.cacheable_contents_count
+
+    @property
+    def cache_decision(self) -> pb.CacheDecision | None:
+        """ADK's cache decision (a copy; None for apps without prompt caching)."""
+        if not self._tail.HasField("cache_decision"):
+            return None
+        decision = pb.CacheDecision()
+        decision.CopyFrom(self._tail.cache_decision)
+        return decision
+
+    @property
+    def memory_preload(self) -> memory_pb2.MemoryPreload | None:
+        """The memory preload (a copy; None unless the request asked for one)."""
+        if not self._tail.HasField("memory_preload"):
+            return None
+        preload = memory_pb2.MemoryPreload()
+        preload.CopyFrom(self._tail.memory_preload)
+        return preload
+
+
+def _check_options(request: pb.BuildContextRequest) -> None:
+    """INVALID_ARGUMENT for a bad agent name, branch, scope or enum value."""
+    check_agent_name(request.agent_name)
+    if request.HasField("branch"):
+        check_branch(request.branch)
+    if request.HasField("isolation_scope"):
+        # '' is a scope of its own (ADK distinguishes it from no scope).
+        check_id(request.isolation_scope, "isolation_scope", required=False)
+    if request.include_contents not in pb.IncludeContents.values():
+        raise invalid(
+            "INVALID_ARGUMENT",
+            "include_contents",
+            f"include_contents {request.include_contents} is not a known value",
+        )
+    if request.model.provider not in pb.ModelProvider.values():
+        raise invalid(
+            "INVALID_ARGUMENT",
+            "model.provider",
+            f"model.provider {request.model.provider} is not a known value",
+        )
+
+
+def _set_cache_fields(tail: pb.BuildContextResponse, fields: PromptCacheFields) -> None:
+    tail.cacheable_contents_count = fields.cacheable_contents_count
+    tail.fingerprint = fields.fingerprint
+    tail.cache_decision.CopyFrom(fields.decision_proto())
+
+
+class ContextBuilder:
+    """Builds contexts; keeps one incrementally extended view per (session, options) in a
+    bounded LRU of ``max_views``."""
+
+    def __init__(
+        self,
+        *,
+        resolver: ConfigResolver,
+        events: SessionEventCache,
+        compactor: Compactor,
+        memory: MemoryService,
+        prompt_cache: PromptCache,
+        counter: TokenCounter | None = None,
+        max_views: int = 512,
+    ) -> None:
+        self._resolver = resolver
+        self._events = events
+        self._compactor = compactor
+        self._memory = memory
+        self._prompt_cache = prompt_cache
+        self._counter = counter if counter is not None else default_counter()
+        self._views: BoundedLru[_ViewKey, tuple[int, View]] = BoundedLru(max_views)
+
+    async def _options(self, request: pb.BuildContextRequest) -> ContextOptions:
+        _check_options(request)
+        preamble = await self._resolver.preamble(request.app_name)
+        user_content: content_pb2.Content | None = None
+        if request.HasField("user_content"):
+            user_content = content_pb2.Content()
+            user_content.CopyFrom(request.user_content)
+        return ContextOptions(
+            agent_name=request.agent_name,
+            branch=request.branch if request.HasField("branch") else None,
+            isolation_scope=(
+                request.isolation_scope if request.HasField("isolation_scope") else None
+            ),
+            include_contents=(
+                IncludeContents.NONE
+                if request.include_contents == pb.INCLUDE_CONTENTS_NONE
+                else IncludeContents.DEFAULT
+            ),
+            preserve_function_call_ids=preserve_function_call_ids(request.model),
+            include_thoughts_from_other_agents=request.include_thoughts_from_other_agents,
+            other_agent_preamble=preamble,
+            user_content=user_content,
+        )
+
+    async def build(self, request: pb.BuildContextRequest) -> ContextResult:
+        """The context ``request`` asks for; raises ContextEngineError (INVALID_ARGUMENT,
+        INVALID_MODEL_INPUT, SESSION_NOT_FOUND ...) as the RPC reports them."""
+        check_session_address(request.app_name, request.user_id, request.session_id)
+        key = SessionKey(request.app_name, request.user_id, request.session_id)
+        options = await self._options(request)
+        caching = await self._prompt_cache.prepare(PromptCacheInputs.of(request), options)
+        compaction_sequence = 0
+        log: SessionLog | None = None
+        if not request.skip_compaction:
+            check = await self._compactor.before_context(
+                key,
+                CompactionView(options.agent_name, options.branch, options.isolation_scope),
+                contents_chars=lambda log, estimate: self._contents_chars(key, log, estimate),
+            )
+            if check.summary is not None:
+                compaction_sequence = check.summary.sequence
+            log = check.log  # the log the check read, when it compacted nothing
+        if log is None:
+            log = await self._events.log(key)
+        # ``log.events`` is the cache's own list, which other calls may have extended since it
+        # was read: the view covers all of it as it is now.
+        events = log.events
+        view = self.view(key, options, events, log.generation, log.items)
+        # A later call with the same options extends this view in place, maybe while this one
+        # awaits the memory search or the cache service below: answer with what it holds now
+        # (contents and body only ever grow at their end).
+        event_count, content_count, body_size = view.event_count, len(view.contents), len(view.body)
+        tail = pb.BuildContextResponse(
+            last_sequence=events[event_count - 1].sequence if event_count else 0,
+            token_estimate=pb.TokenEstimate(tokens=view.total_tokens, counter=self._counter.name),
+            compaction_sequence=compaction_sequence,
+        )
+        if request.preload_memory:
+            tail.memory_preload.CopyFrom(await preload_proto(self._memory, key, request, events))
+        if caching is not None:
+            fields = await self._prompt_cache.fields(
+                caching,
+                view,
+                view.contents[:content_count],
+                events if len(events) == event_count else events[:event_count],
+                log.generation,
+            )
+            _set_cache_fields(tail, fields)
+        # Fields may come in any order: the cached encoded contents, then the rest (one copy).
+        encoded = b"".join((memoryview(view.body)[:body_size], tail.SerializeToString()))
+        return ContextResult(encoded, tail, content_count)
+
+    def _contents_chars(self, key: SessionKey, log: SessionLog, options: ContextOptions) -> int:
+        """The characters of the contents ``options`` give over ``log``, from the cached view
+        (extended, not rebuilt; the same view the build then uses when the options match)."""
+        return self.view(key, options, log.events, log.generation, log.items).total_chars
+
+    def view(
+        self,
+        key: SessionKey,
+        options: ContextOptions,
+        events: Sequence[event_pb2.Event],
+        generation: int,
+        items: Sequence[Item] | None = None,
+    ) -> View:
+        """The (cached, extended or rebuilt) view of ``events``."""
+        user_content = (
+            b"" if options.user_content is None else options.user_content.SerializeToString()
+        )
+        cache_key = (key, replace(options, user_content=None), user_content)
+        cached = self._views.pop(cache_key)
+        previous = cached[1] if cached is not None and cached[0] == generation else None
+        view = materialize(events, options, self._counter, previous, items)
+        self._views.put(cache_key, (generation, view))
+        return view
