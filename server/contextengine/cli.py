@@ -10,8 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from contextengine import __version__
-from contextengine.demo import add_arguments as add_demo_arguments, main as run_demo_command
+from contextengine.version import __version__
 from contextengine.server import DEFAULT_DB, DEFAULT_LISTEN, ServerSettings, serve
 from contextengine.store.sqlite import DatabaseLockedError
 
@@ -102,16 +101,6 @@ def _parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log level (INFO logs one line per RPC)",
     )
-    demo = sub.add_parser(
-        "demo",
-        help="play a scripted agent session against a sidecar and show its compaction",
-        description=(
-            "Plays a travel-planning agent (a fake model calling tools) against a sidecar, "
-            "with compaction configured, and prints each context, each summary as it appears "
-            "and what the last summary replaced."
-        ),
-    )
-    add_demo_arguments(demo)
     return parser
 
 
@@ -147,8 +136,6 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    if args.command == "demo":
-        return run_demo_command(args)
     try:
         settings = serve_settings(args)
     except ValueError as error:

@@ -1,35 +1,91 @@
-"""``contextengine demo`` runs offline and shows compaction at work: summaries appear in the
-contexts it prints and the last one is expanded back into the events it replaced."""
+"""``examples/python/demo/demo.py`` runs offline and shows compaction at work: summaries appear in
+the contexts it prints and the last one is expanded back into the events it replaced.
+
+Each test runs the example as a user would (``python examples/python/demo/demo.py ...``, a child
+process), with its own ``contextengine serve`` or against a sidecar the test started.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import io
+import importlib.util
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from contextengine.demo import SCRIPT, run_demo
+from contextengine.client import ContextEngineClient
 from contextengine.server import ServerSettings
 from contextengine.testing import start_local_server
 from tests.fakes.gemini_server import GENERATE_CONTENT, default_summary_text, start_fake_gemini
 
-API_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "examples" / "python" / "demo" / "demo.py"
+#: variables that would change which sidecar or summarizer the demo uses
+CLEARED = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "CONTEXTENGINE_TARGET")
+#: the demo's width for one event line (``LINE_CHARS``)
+LINE_CHARS = 70
+
+
+def _travel_script() -> ModuleType:
+    """The demo's script data (``travel_script.py``), loaded from its file."""
+    name = "demo_travel_script"
+    spec = importlib.util.spec_from_file_location(name, DEMO.parent / "travel_script.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+SCRIPT = _travel_script().SCRIPT
 
 
 @pytest.fixture(autouse=True)
 def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """The demo must use the offline extractive summarizer here, whatever the machine has."""
-    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+
+
+async def _run_demo(*args: str, env: Mapping[str, str] | None = None) -> str:
+    """The demo's standard output; fails the test (with its stderr) unless it exits with 0."""
+    environ = {key: value for key, value in os.environ.items() if key not in CLEARED}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(DEMO),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**environ, **(env or {})},
+        cwd=ROOT,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=90)
+    text = stdout.decode()
+    assert process.returncode == 0, f"{text}\n{stderr.decode()}"
+    return text
+
+
+def _summaries(text: str) -> list[tuple[int, int, int]]:
+    """(sequence, first replaced, last replaced) of every summary the demo reported."""
+    found = re.findall(r"★ summary #(\d+) appended .*: replaces events #(\d+)-#(\d+)", text)
+    return [(int(seq), int(start), int(end)) for seq, start, end in found]
+
+
+def _clipped(text: str) -> str:
+    """``text`` as the demo's event lines show it (one line, at most ``LINE_CHARS``)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= LINE_CHARS else flat[: LINE_CHARS - 1] + "…"
 
 
 def _check_output(text: str) -> None:
     assert "summarizer: extractive (offline)" in text
-    summaries = re.findall(r"★ summary #(\d+) appended .*: replaces events #(\d+)-#(\d+)", text)
+    summaries = _summaries(text)
     assert summaries, text
     # every summary's text is printed under it, and the contexts afterwards start with it
     assert "│ User requests:" in text
@@ -41,57 +97,56 @@ def _check_output(text: str) -> None:
     assert re.search(r"\n    #\d+ +user +\| ", text)
 
 
-async def test_sliding_window_demo_in_process() -> None:
-    out = io.StringIO()
-    result = await run_demo(None, invocations=8, mode="sliding", out=out, environ={})
-    text = out.getvalue()
+async def test_sliding_window_demo_with_its_own_sidecar() -> None:
+    text = await _run_demo("--own-sidecar", "--invocations", "8")
     _check_output(text)
+    assert "server: contextengine serve on 127.0.0.1:" in text
     # interval 3, overlap 1: summaries after invocations 3 and 6, the second starting with
     # invocation 3 again (the overlap)
-    assert len(result.summaries) == 2
-    first, second = (event.actions.compaction for event in result.summaries)
-    assert first.start_sequence == 1
-    assert first.start_sequence < second.start_sequence <= first.end_sequence
-    assert result.expansion is not None
-    expanded_texts = [part.text for e in result.expansion.events for part in e.content.parts]
-    assert SCRIPT[2].user in expanded_texts  # the overlapping invocation
-    assert SCRIPT[5].user in expanded_texts
-    assert len(result.context_tokens) == 15  # one model call per tool round and per answer
+    summaries = _summaries(text)
+    assert len(summaries) == 2
+    (_, first_start, first_end), (_, second_start, _) = summaries
+    assert first_start == 1
+    assert first_start < second_start <= first_end
+    expanded = text[text.index("ExpandSummary(") :]
+    assert f"user         | {_clipped(SCRIPT[2].user)}" in expanded  # the overlapping invocation
+    assert f"user         | {_clipped(SCRIPT[5].user)}" in expanded
+    # one model call per tool round and per answer
+    assert "8 invocations, 15 model calls, 2 summaries" in text
 
 
-async def test_token_threshold_demo_in_process() -> None:
-    out = io.StringIO()
-    result = await run_demo(None, invocations=10, mode="token", out=out, environ={})
-    text = out.getvalue()
+async def test_token_threshold_demo_with_its_own_sidecar() -> None:
+    text = await _run_demo("--own-sidecar", "--mode", "token", "--invocations", "10")
     _check_output(text)
-    assert result.summaries
-    assert result.expansion is not None
+    summaries = _summaries(text)
+    assert summaries
     # rolling summaries: the last one subsumes the earlier ones
-    assert len(result.expansion.subsumed_summaries) == len(result.summaries) - 1
+    assert text.count("    subsumes #") == len(summaries) - 1
     assert "token threshold (token_threshold=" in text
 
 
-async def test_demo_command_against_a_running_server(tmp_path: Path) -> None:
+async def test_demo_against_the_sidecar_in_contextengine_target(tmp_path: Path) -> None:
     async with start_local_server(str(tmp_path / "ce.db")) as server:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "contextengine",
-            "demo",
-            "--target",
-            server.target,
-            "--invocations",
-            "7",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={key: value for key, value in os.environ.items() if key not in API_KEYS},
-        )
-        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
-    text = stdout.decode()
-    assert process.returncode == 0, f"{text}\n{stderr.decode()}"
+        text = await _run_demo("--invocations", "7", env={"CONTEXTENGINE_TARGET": server.target})
     assert f"server: {server.target}" in text
     _check_output(text)
     assert text.count("── invocation ") == 7
+
+
+async def test_demo_rejects_contradictory_options() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(DEMO),
+        "--own-sidecar",
+        "--target",
+        "127.0.0.1:1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert process.returncode == 2
+    assert "--target and --own-sidecar exclude each other" in stderr.decode()
 
 
 async def test_demo_summarizes_with_gemini_when_a_key_is_set(
@@ -103,23 +158,30 @@ async def test_demo_summarizes_with_gemini_when_a_key_is_set(
     with start_fake_gemini() as gemini:
         settings = ServerSettings(gemini_base_url=gemini.base_url)
         async with start_local_server(str(tmp_path / "ce.db"), settings=settings) as server:
-            out = io.StringIO()
-            result = await run_demo(
+            text = await _run_demo(
+                "--target",
                 server.target,
-                invocations=7,
-                mode="sliding",
-                gemini_model="gemini-test-model",
-                out=out,
-                environ={"GEMINI_API_KEY": "test-key"},
+                "--invocations",
+                "7",
+                "--gemini-model",
+                "gemini-test-model",
+                env={"GEMINI_API_KEY": "test-key"},
             )
+            session = re.search(r"session ([0-9a-f-]{36}):", text)
+            assert session is not None, text
+            async with ContextEngineClient(server.target) as client:
+                events = [
+                    e
+                    async for e in client.list_events("travel-demo", "traveller", session.group(1))
+                ]
         requests = gemini.requests_for(GENERATE_CONTENT)
-    text = out.getvalue()
     assert "summarizer: gemini (gemini-test-model)" in text
-    assert len(result.summaries) == 2  # after invocations 3 and 6
+    summaries = [e for e in events if e.actions.HasField("compaction")]
+    assert len(_summaries(text)) == len(summaries) == 2  # after invocations 3 and 6
     assert len(requests) == 2
     assert all("gemini-test-model" in request.path for request in requests)
-    for event, request in zip(result.summaries, requests, strict=True):
+    for event, request in zip(summaries, requests, strict=True):
         summary = event.actions.compaction.compacted_content.parts[0].text
         assert summary == default_summary_text(request.prompt_text())
     assert SCRIPT[0].user in requests[0].prompt_text()
-    assert result.expansion is not None
+    assert "ExpandSummary(#" in text

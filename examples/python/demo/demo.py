@@ -1,11 +1,17 @@
-"""``contextengine demo``: a scripted travel-planning agent session, compacted as it goes.
+"""A scripted travel-planning agent session against a sidecar, compacted as it goes.
 
-The demo plays an agent (``travel_agent``) with a fake model against a sidecar: each invocation
-is a user message, zero or more tool rounds (``search_flights(...)`` and its result, ...) and a
-final answer. Before every model call it asks the sidecar for the context (BuildContext) and the
-fake model reports a ``prompt_token_count`` that grows with that context, as a real model's usage
-metadata would. After each invocation it calls EndInvocation and waits (deterministically, by
-polling GetCompactionStatus) for the background compaction the engine may run.
+Run it with ``.venv/bin/python examples/python/demo/demo.py`` (``--help`` for the options). It
+uses the sidecar at ``--target`` (host:port), else ``CONTEXTENGINE_TARGET``, else ``make run``'s
+(127.0.0.1:50151) if something listens there, else it starts its own ``contextengine serve`` on a
+free port and a temporary SQLite file and stops it at the end (``--own-sidecar`` always does).
+
+The demo plays an agent (``travel_agent``) with a fake model: each invocation is a user message,
+zero or more tool rounds (``search_flights(...)`` and its result, ...) and a final answer (the
+script is ``travel_script.py``). Before every model call it asks the sidecar for the context
+(BuildContext) and the fake model reports a ``prompt_token_count`` that grows with that context,
+as a real model's usage metadata would. After each invocation it calls EndInvocation and waits
+(deterministically, by polling GetCompactionStatus) for the background compaction the engine may
+run.
 
 It prints, per invocation, the context the agent would send (one line per content), every summary
 as it appears (its range and text), and at the end what the last summary replaced (ExpandSummary).
@@ -13,7 +19,8 @@ as it appears (its range and text), and at the end what the last summary replace
 Compaction is the app's: a sliding window (``compaction_interval=3``, ``overlap_size=1``) or a
 token threshold with a retained tail. Summaries come from the offline extractive summarizer,
 or from Gemini when ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY`` is set (the sidecar needs the key in
-its own environment; the in-process server started by the demo shares the demo's).
+its own environment; the sidecar the demo starts inherits the demo's). tests/docs/test_demo.py
+runs this file as above.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
+import signal
 import socket
 import sys
 import tempfile
@@ -30,25 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from google.protobuf import struct_pb2
+from travel_script import turn_for
+
 from contextengine.client import ContextEngineClient
-from contextengine.compaction.summarizers.gemini import GeminiSettings
-from contextengine.core.structs import dict_to_struct, sorted_keys, struct_to_dict
-from contextengine.testing import start_local_server
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     config_pb2,
     content_pb2,
     event_pb2,
 )
-
-__all__ = [
-    "DEFAULT_GEMINI_MODEL",
-    "DEFAULT_TARGET",
-    "DemoResult",
-    "add_arguments",
-    "main",
-    "run_demo",
-]
 
 DEFAULT_TARGET = "127.0.0.1:50151"
 DEFAULT_GEMINI_MODEL = "gemini-2.5-flash"
@@ -72,289 +72,33 @@ SYSTEM_PROMPT_TOKENS = 250
 WAIT_EXTRACTIVE_SECONDS = 30.0
 WAIT_GEMINI_SECONDS = 180.0
 POLL_SECONDS = 0.01
+#: how long the sidecar the demo starts may take to bind its port
+SIDECAR_START_SECONDS = 30.0
 
 LINE_CHARS = 70
 SUMMARY_LINES = 12
 
 
-# The script ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    name: str
-    args: Mapping[str, Any]
-    result: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One invocation: the user's message, the tools the agent calls (one model call each) and
-    its answer."""
-
-    user: str
-    tools: tuple[ToolCall, ...]
-    answer: str
-
-
-def _flights(origin: str, destination: str, date: str) -> list[dict[str, Any]]:
-    return [
-        {"flight": "AF274", "depart": f"{date} 10:20", "arrive": "+1 06:05", "stops": 0,
-         "price_eur": 1240, "seats_left": 4},
-        {"flight": "LH2231", "depart": f"{date} 07:55", "arrive": "+1 08:40", "stops": 1,
-         "via": "FRA", "price_eur": 965, "seats_left": 9},
-        {"flight": "NH216", "depart": f"{date} 21:55", "arrive": "+1 17:30", "stops": 0,
-         "price_eur": 1385, "seats_left": 2},
-    ]  # fmt: skip
-
-
-SCRIPT: tuple[Turn, ...] = (
-    Turn(
-        "I want to fly from Paris to Tokyo on May 12 with my partner, economy. What is there?",
-        (
-            ToolCall(
-                "search_flights",
-                {
-                    "origin": "CDG",
-                    "destination": "HND",
-                    "date": "2026-05-12",
-                    "passengers": 2,
-                    "cabin": "economy",
-                },
-                {"flights": _flights("CDG", "HND", "2026-05-12")},
-            ),
-        ),
-        "I found three options for May 12: Air France AF274 (nonstop, 10:20, 1,240 EUR per "
-        "person), Lufthansa LH2231 via Frankfurt (965 EUR, one stop) and ANA NH216 (nonstop "
-        "night flight, 1,385 EUR). AF274 is the best balance of price and comfort.",
-    ),
-    Turn(
-        "Book AF274 for both of us, please.",
-        (
-            ToolCall(
-                "book_flight",
-                {"flight": "AF274", "date": "2026-05-12", "passengers": 2},
-                {
-                    "status": "confirmed",
-                    "booking_reference": "PNR-7XK2Q",
-                    "total_eur": 2480,
-                    "seats": ["23A", "23B"],
-                },
-            ),
-        ),
-        "Done: AF274 on May 12 is booked for two, seats 23A and 23B, booking reference "
-        "PNR-7XK2Q, 2,480 EUR in total.",
-    ),
-    Turn(
-        "Now a hotel in Shinjuku for 5 nights from May 13, under 200 euros a night.",
-        (
-            ToolCall(
-                "search_hotels",
-                {
-                    "city": "Tokyo",
-                    "district": "Shinjuku",
-                    "check_in": "2026-05-13",
-                    "nights": 5,
-                    "max_price_eur": 200,
-                },
-                {
-                    "hotels": [
-                        {
-                            "name": "Hotel Gracery Shinjuku",
-                            "price_eur": 165,
-                            "rating": 4.3,
-                            "walk_to_station_min": 5,
-                        },
-                        {
-                            "name": "Keio Plaza",
-                            "price_eur": 198,
-                            "rating": 4.4,
-                            "walk_to_station_min": 4,
-                        },
-                        {
-                            "name": "Citadines Shinjuku",
-                            "price_eur": 142,
-                            "rating": 4.1,
-                            "walk_to_station_min": 9,
-                        },
-                    ]
-                },
-            ),
-        ),
-        "Three hotels fit: Hotel Gracery Shinjuku (165 EUR, rated 4.3, 5 minutes from the "
-        "station), Keio Plaza (198 EUR, 4.4) and Citadines Shinjuku (142 EUR, 4.1, a longer "
-        "walk). Gracery is the best value.",
-    ),
-    Turn(
-        "What will the weather be like that week?",
-        (
-            ToolCall(
-                "get_weather_forecast",
-                {"city": "Tokyo", "start": "2026-05-13", "days": 5},
-                {
-                    "forecast": [
-                        {"day": "2026-05-13", "high_c": 23, "low_c": 15, "rain_pct": 10},
-                        {"day": "2026-05-14", "high_c": 24, "low_c": 16, "rain_pct": 20},
-                        {"day": "2026-05-15", "high_c": 21, "low_c": 15, "rain_pct": 70},
-                        {"day": "2026-05-16", "high_c": 22, "low_c": 14, "rain_pct": 30},
-                        {"day": "2026-05-17", "high_c": 25, "low_c": 16, "rain_pct": 0},
-                    ]
-                },
-            ),
-        ),
-        "Mild and mostly dry: 21-25 C by day, around 15 C at night. May 15 looks rainy (70%), "
-        "so keep indoor plans, like the museums in Ueno, for that day.",
-    ),
-    Turn(
-        "Could we do a day trip to Kyoto on the 16th?",
-        (
-            ToolCall(
-                "search_trains",
-                {
-                    "origin": "Tokyo",
-                    "destination": "Kyoto",
-                    "date": "2026-05-16",
-                    "passengers": 2,
-                    "return": True,
-                },
-                {
-                    "trains": [
-                        {
-                            "train": "Nozomi 1",
-                            "depart": "06:00",
-                            "arrive": "08:15",
-                            "price_eur": 92,
-                        },
-                        {
-                            "train": "Nozomi 7",
-                            "depart": "07:30",
-                            "arrive": "09:42",
-                            "price_eur": 92,
-                        },
-                    ],
-                    "last_return": "Nozomi 64 at 21:24",
-                },
-            ),
-        ),
-        "Yes: the Nozomi 7 leaves Tokyo at 07:30 and reaches Kyoto at 09:42 (92 EUR each way "
-        "per person); the last train back is the Nozomi 64 at 21:24.",
-    ),
-    Turn(
-        "Book the Hotel Gracery for those 5 nights.",
-        (
-            ToolCall(
-                "book_hotel",
-                {
-                    "hotel": "Hotel Gracery Shinjuku",
-                    "check_in": "2026-05-13",
-                    "nights": 5,
-                    "guests": 2,
-                },
-                {
-                    "status": "confirmed",
-                    "confirmation": "GRC-55812",
-                    "total_eur": 825,
-                    "breakfast": False,
-                },
-            ),
-        ),
-        "The Hotel Gracery Shinjuku is booked from May 13 for 5 nights, confirmation "
-        "GRC-55812, 825 EUR in total (breakfast not included).",
-    ),
-    Turn(
-        "Do we need a visa? We are both French citizens.",
-        (
-            ToolCall(
-                "lookup_entry_rules",
-                {"destination": "JP", "nationality": "FR", "purpose": "tourism"},
-                {
-                    "visa_required": False,
-                    "max_stay_days": 90,
-                    "passport_validity": "valid for the whole stay",
-                    "notes": "Visit Japan Web registration recommended before arrival",
-                },
-            ),
-        ),
-        "No visa needed: French citizens can stay up to 90 days as tourists. Your passports "
-        "must be valid for the whole stay, and registering on Visit Japan Web before you fly "
-        "speeds up arrival.",
-    ),
-    Turn(
-        "Great. Can you recap the plan and the total cost so far?",
-        (),
-        "Your plan: AF274 Paris to Tokyo on May 12 (PNR-7XK2Q, 2,480 EUR), Hotel Gracery "
-        "Shinjuku May 13-18 (GRC-55812, 825 EUR), an optional Kyoto day trip on May 16 "
-        "(about 368 EUR for two, not booked). Booked so far: 3,305 EUR.",
-    ),
-    Turn(
-        "Any sushi restaurants near the hotel for our first evening?",
-        (
-            ToolCall(
-                "search_restaurants",
-                {
-                    "near": "Hotel Gracery Shinjuku",
-                    "cuisine": "sushi",
-                    "date": "2026-05-13",
-                    "party_size": 2,
-                },
-                {
-                    "restaurants": [
-                        {
-                            "name": "Sushi Zanmai Shinjuku",
-                            "walk_min": 3,
-                            "price_level": 2,
-                            "free_tables": ["19:00", "20:30"],
-                        },
-                        {
-                            "name": "Uogashi Nihon-ichi",
-                            "walk_min": 6,
-                            "price_level": 1,
-                            "standing_only": True,
-                        },
-                    ]
-                },
-            ),
-        ),
-        "Sushi Zanmai Shinjuku is 3 minutes from the hotel with tables at 19:00 and 20:30; "
-        "Uogashi Nihon-ichi is a cheaper standing sushi bar 6 minutes away.",
-    ),
-    Turn(
-        "Please move our return to May 19 and find flights back to Paris.",
-        (
-            ToolCall(
-                "search_flights",
-                {
-                    "origin": "HND",
-                    "destination": "CDG",
-                    "date": "2026-05-19",
-                    "passengers": 2,
-                    "cabin": "economy",
-                },
-                {"flights": _flights("HND", "CDG", "2026-05-19")},
-            ),
-            ToolCall(
-                "extend_hotel",
-                {"confirmation": "GRC-55812", "extra_nights": 1},
-                {"status": "confirmed", "new_check_out": "2026-05-19", "total_eur": 990},
-            ),
-        ),
-        "The hotel now runs to May 19 (GRC-55812, 990 EUR in total). For the way back on May "
-        "19 the options mirror the outbound ones: AF274-style nonstop at 1,240 EUR, LH2231 via "
-        "Frankfurt at 965 EUR, or NH216 at 1,385 EUR.",
-    ),
-)
-
-
-def turn_for(index: int) -> Turn:
-    """The script's turn ``index`` (0-based); past its end the script starts over."""
-    turn = SCRIPT[index % len(SCRIPT)]
-    rounds = index // len(SCRIPT)
-    if rounds == 0:
-        return turn
-    return Turn(f"{turn.user} (again, round {rounds + 1})", turn.tools, turn.answer)
-
-
 # Rendering ----------------------------------------------------------------------------------
+
+
+def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(data)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A Struct value as plain data, keys sorted at every depth (a Struct does not keep the order
+    its keys were written in) and integral numbers as ints (a Struct holds every number as a
+    float), so the lines printed are stable and read as the script was written."""
+    if isinstance(value, struct_pb2.Struct):
+        return {key: _plain(value[key]) for key in sorted(value.keys())}
+    if isinstance(value, struct_pb2.ListValue):
+        return [_plain(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _clip(text: str, width: int = LINE_CHARS) -> str:
@@ -378,12 +122,10 @@ def _content_text(content: content_pb2.Content) -> str:
             pieces.append(part.text)
         if part.HasField("function_call"):
             call = part.function_call
-            pieces.append(f"{call.name}({_args(sorted_keys(struct_to_dict(call.args, 'args')))})")
+            pieces.append(f"{call.name}({_args(_plain(call.args))})")
         if part.HasField("function_response"):
             response = part.function_response
-            pieces.append(
-                f"{response.name} -> {sorted_keys(struct_to_dict(response.response, 'response'))}"
-            )
+            pieces.append(f"{response.name} -> {_plain(response.response)}")
     return _clip(" / ".join(pieces))
 
 
@@ -483,7 +225,7 @@ class _Demo:
             call_id = f"call-{index + 1}-{call}"
             part = content_pb2.Part(
                 function_call=content_pb2.FunctionCall(
-                    id=call_id, name=tool.name, args=dict_to_struct(tool.args)
+                    id=call_id, name=tool.name, args=_struct(tool.args)
                 )
             )
             await self.append(
@@ -496,7 +238,7 @@ class _Demo:
             )
             response = content_pb2.Part(
                 function_response=content_pb2.FunctionResponse(
-                    id=call_id, name=tool.name, response=dict_to_struct(tool.result)
+                    id=call_id, name=tool.name, response=_struct(tool.result)
                 )
             )
             await self.append(
@@ -608,17 +350,78 @@ def _describe_mode(mode: str) -> str:
     )
 
 
+def _gemini_key_set(environ: Mapping[str, str]) -> bool:
+    """Whether the sidecar will find a Gemini key (it reads the variables google-genai reads)."""
+    return bool(environ.get("GOOGLE_API_KEY") or environ.get("GEMINI_API_KEY"))
+
+
+def _bound_port(port_file: Path) -> int | None:
+    """The port in ``port_file``, None while the sidecar has not written it (it writes the file
+    once it serves, by an atomic rename)."""
+    return int(port_file.read_text()) if port_file.exists() else None
+
+
+async def _wait_for_port(process: asyncio.subprocess.Process, port_file: Path, log: Path) -> int:
+    """The port the child sidecar bound; its log in the error if it exits first."""
+    deadline = time.monotonic() + SIDECAR_START_SECONDS
+    while (port := _bound_port(port_file)) is None:
+        if process.returncode is not None:
+            raise RuntimeError(
+                f"contextengine serve exited with status {process.returncode}:\n"
+                + log.read_text(errors="replace")  # noqa: ASYNC240 (once, on the way out)
+            )
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"contextengine serve did not start in {SIDECAR_START_SECONDS} s")
+        await asyncio.sleep(0.05)
+    return port
+
+
+@contextlib.asynccontextmanager
+async def _own_sidecar(out: TextIO) -> AsyncIterator[str]:
+    """``contextengine serve`` as a child process on a free loopback port and a temporary SQLite
+    file, stopped (SIGTERM, as ``make run``'s Ctrl-C) and removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="contextengine-demo-") as tmp:
+        db, port_file, log = Path(tmp) / "demo.db", Path(tmp) / "port", Path(tmp) / "serve.log"
+        with log.open("w") as log_stream:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "contextengine",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--db",
+                str(db),
+                "--port-file",
+                str(port_file),
+                "--log-level",
+                "WARNING",
+                stdout=log_stream,
+                stderr=log_stream,
+            )
+            try:
+                port = await _wait_for_port(process, port_file, log)
+                target = f"127.0.0.1:{port}"
+                print(f"server: contextengine serve on {target} (SQLite {db})", file=out)
+                yield target
+            finally:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+                    try:
+                        await asyncio.wait_for(process.wait(), timeout=15.0)
+                    except TimeoutError:
+                        process.kill()
+                        await process.wait()
+
+
 @contextlib.asynccontextmanager
 async def _server(target: str | None, out: TextIO) -> AsyncIterator[str]:
-    if target is not None:
-        print(f"server: {target}", file=out)
-        yield target
+    if target is None:
+        async with _own_sidecar(out) as started:
+            yield started
         return
-    with tempfile.TemporaryDirectory(prefix="contextengine-demo-") as tmp:
-        db = str(Path(tmp) / "demo.db")
-        async with start_local_server(db) as server:
-            print(f"server: in-process on {server.target} (SQLite {db})", file=out)
-            yield server.target
+    print(f"server: {target}", file=out)
+    yield target
 
 
 async def run_demo(
@@ -628,13 +431,12 @@ async def run_demo(
     mode: str = "sliding",
     gemini_model: str = DEFAULT_GEMINI_MODEL,
     out: TextIO | None = None,
-    environ: Mapping[str, str] | None = None,
 ) -> DemoResult:
-    """Plays ``invocations`` invocations against the sidecar at ``target`` (None: an in-process
-    server on a temporary SQLite file) and prints what happens to ``out`` (default stdout)."""
+    """Plays ``invocations`` invocations against the sidecar at ``target`` (None: one started for
+    the demo, see the module docstring) and prints what happens to ``out`` (default stdout)."""
     stream = sys.stdout if out is None else out
     compaction = _compaction_config(mode)
-    use_gemini = GeminiSettings.from_env(environ).api_key is not None
+    use_gemini = _gemini_key_set(os.environ)
     summarizer = (
         config_pb2.SummarizerConfig(gemini=config_pb2.GeminiSummarizerConfig(model=gemini_model))
         if use_gemini
@@ -677,13 +479,27 @@ async def run_demo(
 # The command --------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="demo.py",
+        description=(
+            "Plays a travel-planning agent (a fake model calling tools) against a sidecar, "
+            "with compaction configured, and prints each context, each summary as it appears "
+            "and what the last summary replaced."
+        ),
+    )
     parser.add_argument(
         "--target",
         help=(
-            f"the sidecar, host:port (default {DEFAULT_TARGET} if something listens there, "
-            "else an in-process server on a temporary SQLite file)"
+            "the sidecar, host:port (default: CONTEXTENGINE_TARGET, else "
+            f"{DEFAULT_TARGET} if something listens there, else a contextengine serve started "
+            "for the demo on a temporary SQLite file)"
         ),
+    )
+    parser.add_argument(
+        "--own-sidecar",
+        action="store_true",
+        help="always start a contextengine serve for the demo (ignores any running sidecar)",
     )
     parser.add_argument(
         "--invocations",
@@ -705,6 +521,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             f"(default {DEFAULT_GEMINI_MODEL}; without a key: the extractive summarizer)"
         ),
     )
+    return parser
 
 
 def _listening(target: str, timeout: float = 0.3) -> bool:
@@ -716,14 +533,30 @@ def _listening(target: str, timeout: float = 0.3) -> bool:
         return False
 
 
-def main(args: argparse.Namespace) -> int:
-    """``contextengine demo`` with parsed ``args`` (see :func:`add_arguments`)."""
+def _target(args: argparse.Namespace) -> str | None:
+    """The sidecar to use (None: start one)."""
+    if args.own_sidecar:
+        if args.target is not None:
+            raise ValueError("--target and --own-sidecar exclude each other")
+        return None
+    if args.target is not None:
+        return str(args.target)
+    from_env = os.environ.get("CONTEXTENGINE_TARGET")
+    if from_env:
+        return from_env
+    return DEFAULT_TARGET if _listening(DEFAULT_TARGET) else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.invocations < 1:
         print("--invocations must be at least 1", file=sys.stderr)
         return 2
-    target: str | None = args.target
-    if target is None and _listening(DEFAULT_TARGET):
-        target = DEFAULT_TARGET
+    try:
+        target = _target(args)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
     asyncio.run(
         run_demo(
             target, invocations=args.invocations, mode=args.mode, gemini_model=args.gemini_model
@@ -732,11 +565,5 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _standalone(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="contextengine demo")
-    add_arguments(parser)
-    return main(parser.parse_args(argv))
-
-
 if __name__ == "__main__":
-    sys.exit(_standalone())
+    sys.exit(main())
