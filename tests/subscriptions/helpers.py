@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import grpc
 
-from contextengine._rpc_errors import to_rpc_error
 from contextengine.client import RpcError
+from contextengine.client._rpc_errors import to_rpc_error
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, event_pb2, subscription_service_pb2 as spb
 

@@ -1,4 +1,4 @@
-"""The Python client's transparent resubscription (``contextengine._resumable``)."""
+"""The Python client's transparent resubscription (``contextengine.client._resumable``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import grpc
 import pytest
 
-from contextengine._resumable import FollowPolicy, follow, is_resumable
 from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client._resumable import FollowPolicy, follow, is_resumable
 from contextengine.server import ContextEngineServer
 
 from .helpers import APP, SESSION, USER, kind, take

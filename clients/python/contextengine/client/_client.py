@@ -27,10 +27,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import struct_pb2
 
-from contextengine._resumable import FollowPolicy, follow
-from contextengine._rpc_errors import RpcError, to_rpc_error
-from contextengine.core.structs import dict_to_struct
+from contextengine.client._resumable import FollowPolicy, follow
+from contextengine.client._rpc_errors import RpcError, to_rpc_error
+from contextengine.client._timeouts import within
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     compaction_service_pb2_grpc,
@@ -115,8 +116,7 @@ class ContextEngineClient:
 
     async def wait_ready(self, seconds: float = 10.0) -> None:
         """Waits until the channel is connected (raises TimeoutError)."""
-        async with asyncio.timeout(seconds):
-            await self._channel.channel_ready()
+        await within(self._channel.channel_ready(), seconds)
 
     async def _call(
         self,
@@ -160,7 +160,7 @@ class ContextEngineClient:
             app_name=app_name,
             user_id=user_id,
             session_id=session_id,
-            state=dict_to_struct(state or {}),
+            state=_struct(state or {}),
         )
         if config is not None:
             request.config.CopyFrom(config)
@@ -371,9 +371,9 @@ class ContextEngineClient:
         if system_instruction is not None:
             request.system_instruction.CopyFrom(system_instruction)
         for tool in tools:
-            request.tools.append(dict_to_struct(tool))
+            request.tools.append(_struct(tool))
         if tool_config is not None:
-            request.tool_config.CopyFrom(dict_to_struct(tool_config))
+            request.tool_config.CopyFrom(_struct(tool_config))
         request.invocation_id = invocation_id
         request.skip_compaction = skip_compaction
         return await self._call(
@@ -732,6 +732,14 @@ class ContextEngineClient:
         if idle_seconds is None:
             idle_seconds = 3 * (heartbeat_seconds or _SERVER_HEARTBEAT_SECONDS) + 5.0
         return FollowPolicy(max_failures=max_failures, idle_seconds=idle_seconds)
+
+
+def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
+    """``data`` (JSON values: dicts, lists, strings, numbers, booleans, None) as a ``Struct``,
+    converted by protobuf itself (ValueError on anything else)."""
+    out = struct_pb2.Struct()
+    out.update(data)
+    return out
 
 
 def _frame_cursor(frame: spb.SubscribeEventsResponse) -> str:

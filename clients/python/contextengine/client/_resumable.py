@@ -17,7 +17,8 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
-from contextengine._rpc_errors import RpcError, to_rpc_error
+from contextengine.client._rpc_errors import RpcError, to_rpc_error
+from contextengine.client._timeouts import within
 
 T = TypeVar("T")
 
@@ -61,8 +62,7 @@ async def follow(
         try:
             while True:
                 try:
-                    async with asyncio.timeout(policy.idle_seconds):
-                        frame = await call.read()
+                    frame = await within(call.read(), policy.idle_seconds)
                 except TimeoutError:
                     error = RpcError(
                         grpc.StatusCode.DEADLINE_EXCEEDED,

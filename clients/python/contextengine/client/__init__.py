@@ -1,0 +1,16 @@
+"""The async Python client of the contextengine sidecar (the ``contextengine-client``
+distribution, clients/python).
+
+    async with ContextEngineClient("127.0.0.1:50151") as ce:
+        session = await ce.create_session("my-app", "user-1")
+
+It depends on grpcio, protobuf and the generated ``contextengine.v1`` stubs only, never on a
+server module, and runs on Python 3.10 and later.
+"""
+
+from __future__ import annotations
+
+from contextengine.client._client import ContextEngineClient
+from contextengine.client._rpc_errors import RpcError
+
+__all__ = ["ContextEngineClient", "RpcError"]
