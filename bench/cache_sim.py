@@ -18,8 +18,8 @@ Replays of the same session:
   (``_run_compaction_for_token_threshold_config``), ``_get_contents``, its context-cache request
   processor and ``GeminiContextCacheManager.handle_context_caching`` (a fake genai client; the
   manager's clock is the simulation's); after each invocation its post-invocation compaction.
-* **engine, parity**: this engine's components in this process (memory store, compactor,
-  ``ContextService.BuildContext`` with its prompt-cache fields), same clock; the agent follows the
+* **engine, parity**: this engine in this process (``open_engine`` on a memory store, a fixed
+  summarizer; ``Engine.build_context`` with its prompt-cache fields), same clock; the agent follows the
   returned decision (creates the cache it is told to and records the metadata).
 * **engine, cache-aware**: the same with ``ContextCacheConfig.cache_aware_compaction`` (hard
   limit: the token threshold).
@@ -66,16 +66,11 @@ from tests.parity.cache_adk import FakeCaches, adk_cache_step
 from tests.parity.compaction_adk import FakeSummaryLlm
 
 from bench import DataCheckError, Options, Report, Target, table
-from contextengine.compaction.compactor import Compactor
 from contextengine.compaction.summarizers.summarizer import Summary, SummaryInput
 from contextengine.core.events import normalize_for_append
 from contextengine.core.prompt_cache import APPENDED_CONTINUE_CHARS, APPENDED_EMPTY_CHARS
 from contextengine.core.tokens import content_chars
-from contextengine.prompt_cache.compaction_policy import CacheAwarePolicy
-from contextengine.prompt_cache.service import PromptCache
-from contextengine.runtime.app_configs import AppConfigs
-from contextengine.runtime.event_cache import SessionEventCache
-from contextengine.service.context_service import ContextServicer
+from contextengine.engine import open_engine
 from contextengine.store import SessionKey
 from contextengine.store.memory import MemoryStore
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
@@ -481,10 +476,11 @@ async def run_engine(turns: Sequence[Turn], *, aware: bool, setup: Setup = HEADL
     started = time.perf_counter()
     run = Run("engine, cache-aware" if aware else "engine, parity")
     clock = _Clock()
-    store = MemoryStore()
-    await store.open()
-    events = SessionEventCache(store)
-    configs = AppConfigs(store)
+    summarizer = _FixedSummarizer()
+    engine = await open_engine(
+        store=MemoryStore(), summarizers=lambda _config: summarizer, clock=clock
+    )
+    store, compactor = engine.store, engine.compactor
     cache_config = config_pb2.ContextCacheConfig(
         cache_intervals=CACHE_INTERVALS, ttl_seconds=TTL_SECONDS
     )
@@ -499,24 +495,13 @@ async def run_engine(turns: Sequence[Turn], *, aware: bool, setup: Setup = HEADL
     if setup.compaction_interval is not None and setup.overlap_size is not None:
         compaction.compaction_interval = setup.compaction_interval
         compaction.overlap_size = setup.overlap_size
-    await configs.put(
+    await engine.app_configs.put(
         config_pb2.AppConfig(
             app_name="cache_sim",
             events_compaction_config=compaction,
             context_cache_config=cache_config,
         )
     )
-    summarizer = _FixedSummarizer()
-    prompt_cache = PromptCache(configs, clock=clock)
-    compactor = Compactor(
-        store,
-        events,
-        configs,
-        lambda _config: summarizer,
-        clock=clock,
-        policy=CacheAwarePolicy(configs, prompt_cache, clock=clock),
-    )
-    servicer = ContextServicer(configs, events, compactor=compactor, prompt_cache=prompt_cache)
     key = SessionKey("cache_sim", "u", "s")
     await store.create_session(key, {}, clock())
     caches_created = 0
@@ -544,9 +529,7 @@ async def run_engine(turns: Sequence[Turn], *, aware: bool, setup: Setup = HEADL
         calls = 2 if turn.tool is not None else 1
         for call in range(calls):
             request.invocation_id = invocation
-            response = cpb.BuildContextResponse.FromString(
-                await servicer.BuildContext(request, None)
-            )
+            response = (await engine.build_context(request)).response()
             decision = response.cache_decision
             metadata = event_pb2.CacheMetadata()
             metadata.CopyFrom(decision.cache_metadata)
@@ -587,8 +570,7 @@ async def run_engine(turns: Sequence[Turn], *, aware: bool, setup: Setup = HEADL
                 await add(_event(AGENT, invocation, "user", part))
         await compactor.end_invocation(key)
         await compactor.idle(key)
-    await compactor.close()
-    await store.close()
+    await engine.close()
     run.summaries = summarizer.count
     run.deletes = len(deleted)
     run.seconds = time.perf_counter() - started

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -17,22 +16,19 @@ from grpc_reflection.v1alpha import reflection
 
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
 from contextengine.core.errors import ContextEngineError
-from contextengine.memory import FtsMode, open_memory_index
+from contextengine.engine import DEFAULT_DB, MEMORY_DB, Engine, EngineSettings, open_engine
+from contextengine.memory import FtsMode
 from contextengine.memory.service import MemoryService
-from contextengine.prompt_cache.compaction_policy import CacheAwarePolicy
 from contextengine.prompt_cache.service import PromptCache
-from contextengine.runtime.app_configs import AppConfigs
-from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.service._handlers import generic_handler
 from contextengine.service.compaction_service import CompactionServicer
 from contextengine.service.context_service import ContextServicer
 from contextengine.service.memory_service import MemoryServicer
 from contextengine.service.session_service import SessionServicer
-from contextengine.service.subscription_service import StreamSettings, SubscriptionServicer
+from contextengine.service.subscription_service import SubscriptionServicer
 from contextengine.store import EventStore
 from contextengine.subscriptions.broadcaster import Broadcaster
-from contextengine.subscriptions.pacing import LivePacer
 from contextengine.v1 import (
     compaction_service_pb2,
     context_service_pb2,
@@ -41,15 +37,20 @@ from contextengine.v1 import (
     subscription_service_pb2,
 )
 
-if TYPE_CHECKING:
-    from contextengine.compaction.summarizers.gemini import GeminiSettings
-
 _LOG = logging.getLogger("contextengine.server")
 
 DEFAULT_PORT = 50151
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
-DEFAULT_DB = "contextengine.db"
-MEMORY_DB = ":memory:"
+__all__ = [
+    "DEFAULT_DB",
+    "DEFAULT_LISTEN",
+    "DEFAULT_PORT",
+    "MEMORY_DB",
+    "SERVICES",
+    "ContextEngineServer",
+    "ServerSettings",
+    "serve",
+]
 
 SESSION_SERVICE = session_service_pb2.DESCRIPTOR.services_by_name["SessionService"]
 CONTEXT_SERVICE = context_service_pb2.DESCRIPTOR.services_by_name["ContextService"]
@@ -110,42 +111,14 @@ class ServerSettings:
     #: before batched subscribers are paced, in (0, 1]; lower: pacing starts earlier
     subscription_target_load: float = 0.75
 
-
-def _gemini(settings: ServerSettings) -> GeminiSettings:
-    """The Gemini key from the environment, the endpoint from the settings or else it."""
-    from contextengine.compaction.summarizers.gemini import GeminiSettings
-
-    env = GeminiSettings.from_env()
-    return GeminiSettings(env.api_key, settings.gemini_base_url or env.base_url)
-
-
-def _default_summarizers(settings: ServerSettings) -> SummarizerFactory:
-    from contextengine.compaction.summarizers.factory import summarizer_from_config
-
-    gemini = _gemini(settings)
-    return lambda config: summarizer_from_config(config, gemini)
-
-
-def _prompt_cache(settings: ServerSettings, configs: AppConfigs) -> PromptCache:
-    from contextengine.prompt_cache.gemini_caches import GeminiCaches, ManagedCaches
-
-    caches = GeminiCaches(_gemini(settings), timeout_seconds=settings.gemini_cache_timeout_seconds)
-    return PromptCache(configs, managed=ManagedCaches(caches, clock=time.time))
-
-
-def open_store(db: str, durability: Literal["normal", "full"] = "normal") -> EventStore:
-    """The store for ``db``: in-memory for ``:memory:``, else a SQLite file."""
-    if db == MEMORY_DB:
-        from contextengine.store.memory import MemoryStore
-
-        return MemoryStore()
-    from contextengine.store.sqlite import SqliteStore
-
-    return SqliteStore(db, durability=durability)
+    def engine(self) -> EngineSettings:
+        """The engine's part of these settings (ValueError for values no engine runs with)."""
+        return EngineSettings(**{f.name: getattr(self, f.name) for f in fields(EngineSettings)})
 
 
 class ContextEngineServer:
-    """One running sidecar. ``start`` binds and serves; ``stop`` drains and closes the store."""
+    """One running sidecar: the engine (``open_engine``) behind the gRPC transport. ``start``
+    opens the engine, binds and serves; ``stop`` drains and closes it."""
 
     def __init__(
         self,
@@ -154,26 +127,16 @@ class ContextEngineServer:
         *,
         summarizers: SummarizerFactory | None = None,
     ) -> None:
-        """``summarizers`` replaces how summarizers are made from app configurations (tests)."""
+        """``store`` replaces the one made from ``settings.db``; ``summarizers`` replaces how
+        summarizers are made from app configurations (tests). Settings no engine can run with
+        raise ValueError here, before anything starts."""
         self.settings = settings
+        self._engine_settings = settings.engine()
+        self._store = store
         self._summarizers = summarizers
-        self.compactor: Compactor | None = None
-        #: long-term memory (set by ``start``)
-        self.memory: MemoryService | None = None
-        #: prompt-cache fields of BuildContext and managed Gemini caches (set by ``start``)
-        self.prompt_cache: PromptCache | None = None
-        #: sessions' own configurations (set by ``start``)
-        self.session_configs: SessionConfigs | None = None
-        self.store = store if store is not None else open_store(settings.db, settings.durability)
+        self._engine: Engine | None = None
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
-        self.broadcaster = Broadcaster(
-            self.store,
-            LivePacer(
-                target_demand=settings.subscription_target_load,
-                max_hold_seconds=settings.subscription_max_hold_seconds,
-            ),
-        )
         self._port = 0
         self._stopped = False
         #: the health every service should have (NOT_SERVING while the store cannot write) and
@@ -182,6 +145,40 @@ class ContextEngineServer:
         self._health_set: int | None = None
         self._health_task: asyncio.Task[None] | None = None
         self._unwatch_storage: Callable[[], None] | None = None
+
+    @property
+    def engine(self) -> Engine:
+        """The engine served (once ``start`` opened it)."""
+        if self._engine is None:
+            raise RuntimeError("the server is not started")
+        return self._engine
+
+    @property
+    def store(self) -> EventStore:
+        return self.engine.store
+
+    @property
+    def compactor(self) -> Compactor:
+        return self.engine.compactor
+
+    @property
+    def memory(self) -> MemoryService:
+        """Long-term memory."""
+        return self.engine.memory
+
+    @property
+    def prompt_cache(self) -> PromptCache:
+        """Prompt-cache fields of BuildContext and managed Gemini caches."""
+        return self.engine.prompt_cache
+
+    @property
+    def session_configs(self) -> SessionConfigs:
+        """Sessions' own configurations."""
+        return self.engine.session_configs
+
+    @property
+    def broadcaster(self) -> Broadcaster:
+        return self.engine.broadcaster
 
     @property
     def port(self) -> int:
@@ -198,7 +195,9 @@ class ContextEngineServer:
         return f"{host}:{self._port}"
 
     async def start(self) -> None:
-        await self.store.open()
+        engine = self._engine = await open_engine(
+            self._engine_settings, store=self._store, summarizers=self._summarizers
+        )
         limit = self.settings.max_request_bytes
         server = grpc.aio.server(
             options=[
@@ -218,42 +217,12 @@ class ContextEngineServer:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        events = SessionEventCache(self.store)
-        configs = AppConfigs(self.store)
-        session_configs = self.session_configs = SessionConfigs(self.store, configs)
-        session_configs.start()
-        self.broadcaster.start()
-        streams = StreamSettings(
-            buffer=self.settings.subscriber_buffer,
-            buffer_bytes=self.settings.subscriber_buffer_bytes,
-            heartbeat_seconds=self.settings.heartbeat_seconds,
-        )
-        self.prompt_cache = _prompt_cache(self.settings, configs)
-        self.compactor = Compactor(
-            self.store,
-            events,
-            configs,
-            self._summarizers or _default_summarizers(self.settings),
-            backoff_seconds=self.settings.compaction_backoff_seconds,
-            policy=CacheAwarePolicy(configs, self.prompt_cache, session_configs=session_configs),
-            session_configs=session_configs,
-        )
-        self.memory = MemoryService(
-            open_memory_index(self.store, self.settings.memory_fts), events, configs
-        )
-        await self.memory.open()
         servicers = {
-            SESSION_SERVICE: SessionServicer(self.store, configs, session_configs),
-            CONTEXT_SERVICE: ContextServicer(
-                configs,
-                events,
-                compactor=self.compactor,
-                memory=self.memory,
-                prompt_cache=self.prompt_cache,
-            ),
-            COMPACTION_SERVICE: CompactionServicer(self.compactor, events, memory=self.memory),
-            SUBSCRIPTION_SERVICE: SubscriptionServicer(self.store, self.broadcaster, streams),
-            MEMORY_SERVICE: MemoryServicer(self.memory),
+            SESSION_SERVICE: SessionServicer(engine),
+            CONTEXT_SERVICE: ContextServicer(engine),
+            COMPACTION_SERVICE: CompactionServicer(engine),
+            SUBSCRIPTION_SERVICE: SubscriptionServicer(engine),
+            MEMORY_SERVICE: MemoryServicer(engine),
         }
         server.add_generic_rpc_handlers(
             tuple(generic_handler(svc, impl, limit) for svc, impl in servicers.items())
@@ -273,17 +242,14 @@ class ContextEngineServer:
             self._port = 0
         await server.start()
         self._server = server
-        self._watch_storage()
+        self._watch_storage(engine)
         await self._apply_health()
         _LOG.info("serving on %s (db=%s)", self.target, self.settings.db)
 
-    def _watch_storage(self) -> None:
+    def _watch_storage(self, engine: Engine) -> None:
         """Health follows whether the store can write: NOT_SERVING while it cannot."""
-        from contextengine.store.sqlite import SqliteStore
-
-        if isinstance(self.store, SqliteStore):
-            self._unwatch_storage = self.store.add_storage_listener(self._storage_changed)
-            self._health_wanted = _health_of(self.store.storage_problem)
+        self._unwatch_storage = engine.add_storage_listener(self._storage_changed)
+        self._health_wanted = _health_of(engine.storage_problem)
 
     def _storage_changed(self, problem: ContextEngineError | None) -> None:
         self._health_wanted = _health_of(problem)
@@ -302,8 +268,8 @@ class ContextEngineServer:
     async def stop(self, grace: float | None = None) -> None:
         """Graceful shutdown: health goes NOT_SERVING, open subscription streams end with
         UNAVAILABLE / SHUTTING_DOWN (their clients resubscribe elsewhere), new RPCs are refused,
-        in-flight RPCs get ``grace`` seconds to finish, then the store flushes and closes.
-        Idempotent."""
+        in-flight RPCs get ``grace`` seconds to finish, then the engine closes (the store
+        flushes). Idempotent."""
         if self._stopped:
             return
         self._stopped = True
@@ -313,20 +279,15 @@ class ContextEngineServer:
             await self._health_task
         await self._health.enter_graceful_shutdown()
         seconds = self.settings.grace_seconds if grace is None else grace
+        engine = self._engine
         # Streams never finish by themselves: end them first, or grpc would wait out the grace
         # period and then cancel them (CANCELLED, which tells a client nothing).
-        await self.broadcaster.shutdown(min(seconds, _STREAMS_END_SECONDS))
+        if engine is not None:
+            await engine.end_streams(min(seconds, _STREAMS_END_SECONDS))
         if self._server is not None:
-            await self._server.stop(self.settings.grace_seconds if grace is None else grace)
-        if self.compactor is not None:
-            await self.compactor.close()
-        if self.memory is not None:
-            await self.memory.close()
-        if self.prompt_cache is not None:
-            await self.prompt_cache.aclose()
-        if self.session_configs is not None:
-            self.session_configs.close()
-        await self.store.close()
+            await self._server.stop(seconds)
+        if engine is not None:
+            await engine.close()
         _LOG.info("stopped")
 
     async def wait_for_termination(self) -> None:

@@ -1,6 +1,6 @@
-"""An in-process engine for the cache-aware compaction tests: the real store, compactor (with a
-fixed summarizer), cache-aware policy and ContextService, on a clock the test moves; and an
-agent that follows the cache decisions (creates the caches it is told to, records metadata)."""
+"""The real engine (``open_engine`` on an in-memory store, with a fixed summarizer) on a clock
+the cache-aware compaction tests move; and an agent that follows the cache decisions (creates the
+caches it is told to, records metadata)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,8 @@ from dataclasses import dataclass, field
 from contextengine.compaction.compactor import Compactor
 from contextengine.compaction.summarizers.summarizer import Summary, SummaryInput
 from contextengine.core.events import normalize_for_append
-from contextengine.prompt_cache.compaction_policy import CacheAwarePolicy
-from contextengine.prompt_cache.service import PromptCache
-from contextengine.runtime.app_configs import AppConfigs
-from contextengine.runtime.event_cache import SessionEventCache
-from contextengine.service.context_service import ContextServicer
-from contextengine.store import EventFilter, SessionKey
+from contextengine.engine import Engine, open_engine
+from contextengine.store import EventFilter, EventStore, SessionKey
 from contextengine.store.memory import MemoryStore
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
 
@@ -44,14 +40,22 @@ class FixedSummarizer:
 
 
 @dataclass
-class Engine:
-    store: MemoryStore
-    compactor: Compactor
-    servicer: ContextServicer
+class Agent:
+    """One session of the app on ``engine``, driven the way an agent would."""
+
+    engine: Engine
     clock: Clock
     summarizer: FixedSummarizer
     decisions: list[cpb.CacheDecision] = field(default_factory=list)
     created: int = 0
+
+    @property
+    def store(self) -> EventStore:
+        return self.engine.store
+
+    @property
+    def compactor(self) -> Compactor:
+        return self.engine.compactor
 
     async def add(self, author: str, invocation: str, text: str) -> event_pb2.Event:
         role = "user" if author == "user" else "model"
@@ -76,9 +80,7 @@ class Engine:
             invocation_id=invocation,
             model=cpb.ModelIdentity(provider=cpb.MODEL_PROVIDER_GEMINI, model="gemini-2.0-flash"),
         )
-        response = cpb.BuildContextResponse.FromString(
-            await self.servicer.BuildContext(request, None)
-        )
+        response = (await self.engine.build_context(request)).response()
         decision = response.cache_decision
         self.decisions.append(decision)
         metadata = event_pb2.CacheMetadata()
@@ -120,27 +122,17 @@ class Engine:
 async def engine(
     compaction: config_pb2.EventsCompactionConfig,
     cache: config_pb2.ContextCacheConfig,
-) -> Engine:
+) -> Agent:
+    """A new engine whose app has these configurations, with its session created."""
     clock = Clock()
-    store = MemoryStore()
-    await store.open()
-    events = SessionEventCache(store)
-    configs = AppConfigs(store)
-    await configs.put(
+    summarizer = FixedSummarizer()
+    opened = await open_engine(
+        store=MemoryStore(), summarizers=lambda _config: summarizer, clock=clock
+    )
+    await opened.app_configs.put(
         config_pb2.AppConfig(
             app_name=APP, events_compaction_config=compaction, context_cache_config=cache
         )
     )
-    summarizer = FixedSummarizer()
-    prompt_cache = PromptCache(configs, clock=clock)
-    compactor = Compactor(
-        store,
-        events,
-        configs,
-        lambda _config: summarizer,
-        clock=clock,
-        policy=CacheAwarePolicy(configs, prompt_cache, clock=clock),
-    )
-    servicer = ContextServicer(configs, events, compactor=compactor, prompt_cache=prompt_cache)
-    await store.create_session(KEY, {}, clock())
-    return Engine(store, compactor, servicer, clock, summarizer)
+    await opened.store.create_session(KEY, {}, clock())
+    return Agent(opened, clock, summarizer)

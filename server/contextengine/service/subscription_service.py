@@ -1,8 +1,8 @@
-"""``contextengine.v1.SubscriptionService``: live, resumable streams of events and of state.
+"""``contextengine.v1.SubscriptionService`` over the engine: live, resumable streams.
 
-The streams themselves are in ``_event_stream`` and ``_state_stream``; this servicer validates the
-request and ties each stream's subscription to the life of its RPC, so that a cancelled or failed
-call releases its buffer at once.
+Each RPC opens the engine's stream (a bad request raises there, when the handler wrapper calls
+the method) and ties its subscription to the life of the RPC, so that a cancelled or failed call
+releases its buffer at once.
 """
 
 from __future__ import annotations
@@ -10,49 +10,32 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from contextengine.store import EventStore
-from contextengine.subscriptions.broadcaster import Broadcaster
-from contextengine.subscriptions.event_stream import EventStream, StreamSettings
-from contextengine.subscriptions.frames import EventFrames
-from contextengine.subscriptions.requests import events_spec, watch_spec
-from contextengine.subscriptions.state_stream import StateStream
+from contextengine.engine import Engine
 from contextengine.v1 import subscription_service_pb2 as pb
-
-__all__ = ["StreamSettings", "SubscriptionServicer"]
 
 
 class SubscriptionServicer:
     """Implements ``SubscriptionService``; errors are raised as ContextEngineError."""
 
-    def __init__(
-        self,
-        store: EventStore,
-        broadcaster: Broadcaster,
-        settings: StreamSettings | None = None,
-    ) -> None:
-        self._store = store
-        self._broadcaster = broadcaster
-        self._settings = settings if settings is not None else StreamSettings()
-        self._frames = EventFrames()
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
 
-    # Plain functions returning the stream's generator: one generator less per frame. Bad
-    # requests raise here, when the handler wrapper calls them.
+    # Plain functions returning the stream's own generator: one generator less per frame (and
+    # the events frames stay the encoded bytes the transport writes as they are).
 
     def SubscribeEvents(
         self, request: pb.SubscribeEventsRequest, context: Any
     ) -> AsyncIterator[Any]:
-        spec = events_spec(request, self._settings.heartbeat_seconds)
-        stream = EventStream(spec, self._store, self._broadcaster, self._frames, self._settings)
+        stream = self._engine.subscribe_events(request)
         _close_when_done(context, stream.close)
-        return stream.frames()
+        return stream.frames
 
     def WatchSessionState(
         self, request: pb.WatchSessionStateRequest, context: Any
-    ) -> AsyncIterator[pb.WatchSessionStateResponse]:
-        spec = watch_spec(request, self._settings.heartbeat_seconds)
-        stream = StateStream(spec, self._store, self._broadcaster, self._settings)
+    ) -> AsyncIterator[Any]:
+        stream = self._engine.watch_session_state(request)
         _close_when_done(context, stream.close)
-        return stream.frames()
+        return stream.frames
 
 
 def _close_when_done(context: Any, close: Callable[[], None]) -> None:

@@ -37,6 +37,10 @@ Positions and commit notifications (what subscriptions are built on):
   commit and before any writer of that transaction runs again (its call returns), so a change is
   notified before anyone can learn of it otherwise. Failed or rolled-back writes notify nothing. Listeners must not
   block, must not mutate what they receive and should not raise (errors are logged and ignored).
+* ``storage_problem`` says why the store cannot write (STORAGE_FULL / STORAGE_UNAVAILABLE), or
+  None; ``add_storage_listener`` registers a callback told of every change of it (on the event
+  loop). The sidecar's health follows it. A store that cannot fail this way (memory) always says
+  None and never calls its listeners.
 * Reads that serve subscriptions return positions: ``list_logged_events`` (one session, by
   sequence), ``list_events_after_position`` (every session of an app, or of one user, by position)
   and ``get_state`` (the merged state with the last position it reflects: every change at or
@@ -49,6 +53,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
+from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import config_pb2, event_pb2
 
 
@@ -122,6 +127,8 @@ class SessionDeleted:
 Change: TypeAlias = LoggedEvent | SessionCreated | SessionDeleted
 #: called with the changes of one committed transaction (see the module contract)
 CommitListener: TypeAlias = Callable[[Sequence[Change]], None]
+#: told why the store cannot write (None: it can again); called on the event loop
+StorageListener: TypeAlias = Callable[[ContextEngineError | None], None]
 
 
 @dataclass(frozen=True)
@@ -221,6 +228,14 @@ class EventStore(Protocol):
         """Replaces the session's own configuration (sets ``update_time``) and returns it as
         stored; SESSION_NOT_FOUND if the session does not exist. Deleting the session deletes
         it."""
+
+    @property
+    def storage_problem(self) -> ContextEngineError | None:
+        """Why the store cannot write (STORAGE_FULL / STORAGE_UNAVAILABLE), or None."""
+
+    def add_storage_listener(self, listener: StorageListener) -> Callable[[], None]:
+        """Calls ``listener`` with the problem when the store stops being writable and with None
+        when it is writable again, until the returned function is called."""
 
     async def page_token_key(self) -> bytes:
         """A random key of this store, kept with its data (the same after a restart, in

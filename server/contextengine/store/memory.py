@@ -33,6 +33,7 @@ from contextengine.store._base import (
     SessionDeleted,
     SessionKey,
     StateAt,
+    StorageListener,
     StoredSession,
 )
 from contextengine.store._listeners import CommitListeners
@@ -41,6 +42,10 @@ from contextengine.v1 import config_pb2, event_pb2
 
 #: the configuration messages the store keeps its own copies of
 _Config = TypeVar("_Config", config_pb2.AppConfig, config_pb2.SessionConfig)
+
+
+def _nothing() -> None:
+    """What removing a storage listener of a memory store does."""
 
 
 @dataclass
@@ -79,6 +84,15 @@ class MemoryStore:
 
     async def close(self) -> None:
         self._closed = True
+
+    @property
+    def storage_problem(self) -> ContextEngineError | None:
+        """Always None: memory does not stop being writable."""
+        return None
+
+    def add_storage_listener(self, listener: StorageListener) -> Callable[[], None]:
+        """``listener`` is never called (see ``storage_problem``)."""
+        return _nothing
 
     async def create_session(
         self,

@@ -35,6 +35,7 @@ from contextengine.store._base import (
     LoggedEvent,
     SessionKey,
     StateAt,
+    StorageListener,
     StoredSession,
 )
 from contextengine.store._listeners import CommitListeners
@@ -49,9 +50,6 @@ T = TypeVar("T")
 __all__ = ["DatabaseLockedError", "SqliteDiagnostics", "SqliteStore", "StorageListener"]
 
 _LOG = logging.getLogger("contextengine.store")
-
-#: told why the store cannot write (None: it can again); called on the event loop
-StorageListener = Callable[[ContextEngineError | None], None]
 
 
 @dataclass(frozen=True)
