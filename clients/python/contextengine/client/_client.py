@@ -197,18 +197,25 @@ class ContextEngineClient:
         """All sessions of the app (or of one user), page by page."""
         token = ""
         while True:
-            request = pb.ListSessionsRequest(
-                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
-            )
-            response = await self._call(
-                lambda t, r=request: self._sessions.ListSessions(r, timeout=t),  # type: ignore[misc]
-                _RETRYABLE,
+            response = await self.list_sessions_page(
+                app_name, user_id, page_size=page_size, page_token=token
             )
             for session in response.sessions:
                 yield session
             token = response.next_page_token
             if not token:
                 return
+
+    async def list_sessions_page(
+        self, app_name: str, user_id: str = "", *, page_size: int = 0, page_token: str = ""
+    ) -> pb.ListSessionsResponse:
+        """One page of ``list_sessions`` (``next_page_token`` asks for the next one)."""
+        request = pb.ListSessionsRequest(
+            app_name=app_name, user_id=user_id, page_size=page_size, page_token=page_token
+        )
+        return await self._call(
+            lambda t: self._sessions.ListSessions(request, timeout=t), _RETRYABLE
+        )
 
     async def delete_session(
         self, app_name: str, user_id: str, session_id: str, *, allow_missing: bool = False
@@ -285,23 +292,41 @@ class ContextEngineClient:
         """Events after ``after_sequence`` in log order, page by page."""
         token = ""
         while True:
-            request = pb.ListEventsRequest(
-                app_name=app_name,
-                user_id=user_id,
-                session_id=session_id,
+            response = await self.list_events_page(
+                app_name,
+                user_id,
+                session_id,
                 after_sequence=after_sequence,
                 page_size=page_size,
                 page_token=token,
-            )
-            response = await self._call(
-                lambda t, r=request: self._sessions.ListEvents(r, timeout=t),  # type: ignore[misc]
-                _RETRYABLE,
             )
             for event in response.events:
                 yield event
             token = response.next_page_token
             if not token:
                 return
+
+    async def list_events_page(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> pb.ListEventsResponse:
+        """One page of ``list_events``, with the session's ``last_sequence`` at the time of the
+        call (``next_page_token`` asks for the next page)."""
+        request = pb.ListEventsRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            after_sequence=after_sequence,
+            page_size=page_size,
+            page_token=page_token,
+        )
+        return await self._call(lambda t: self._sessions.ListEvents(request, timeout=t), _RETRYABLE)
 
     async def rewind_session(
         self, app_name: str, user_id: str, session_id: str, rewind_before_invocation_id: str
@@ -653,32 +678,60 @@ class ContextEngineClient:
         )
         if scope == spb.SUBSCRIPTION_SCOPE_SESSION and not (cursor == "" or cursor.isdigit()):
             raise ValueError(f"a session cursor is a sequence number, not {cursor!r}")
-        last = cursor
-        split = max_events_per_frame == 0
-        per_frame = _SUBSCRIBE_WIRE_BATCH if split else max_events_per_frame
+        request = spb.SubscribeEventsRequest(
+            scope=scope,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            authors=authors,
+            branches=branches,
+            kinds=kinds,
+            heartbeat_seconds=heartbeat_seconds,
+            max_events_per_frame=max_events_per_frame,
+        )
+        if scope == spb.SUBSCRIPTION_SCOPE_SESSION:
+            request.after_sequence = int(cursor or 0)
+        else:
+            request.after_cursor = cursor
+        frames = self.follow_events(request, max_failures=max_failures, idle_seconds=idle_seconds)
+        async with contextlib.aclosing(frames):
+            async for frame in frames:
+                yield frame
+
+    async def follow_events(
+        self,
+        request: spb.SubscribeEventsRequest,
+        *,
+        max_failures: int = 5,
+        idle_seconds: float | None = None,
+    ) -> AsyncGenerator[spb.SubscribeEventsResponse, None]:
+        """``subscribe_events`` for a request written out in full (the scope and the cursor
+        field chosen by the caller, sent as they are): followed the same way, resubscribing
+        after the last event yielded (``after_sequence`` for the session scope, or no scope;
+        ``after_cursor`` otherwise), and with ``max_events_per_frame`` 0 split into one
+        ``event`` frame per event from batches of up to 256 on the wire."""
+        by_sequence = request.scope in (
+            spb.SUBSCRIPTION_SCOPE_UNSPECIFIED,
+            spb.SUBSCRIPTION_SCOPE_SESSION,
+        )
+        last = "" if by_sequence else request.after_cursor
+        split = request.max_events_per_frame == 0
         response = spb.SubscribeEventsResponse
 
         def open_call() -> grpc.aio.UnaryStreamCall[
             spb.SubscribeEventsRequest, spb.SubscribeEventsResponse
         ]:
-            request = spb.SubscribeEventsRequest(
-                scope=scope,
-                app_name=app_name,
-                user_id=user_id,
-                session_id=session_id,
-                authors=authors,
-                branches=branches,
-                kinds=kinds,
-                heartbeat_seconds=heartbeat_seconds,
-                max_events_per_frame=per_frame,
-            )
-            if scope == spb.SUBSCRIPTION_SCOPE_SESSION:
-                request.after_sequence = int(last or 0)
-            else:
-                request.after_cursor = last
-            return self._subscriptions.SubscribeEvents(request)
+            wire = spb.SubscribeEventsRequest()
+            wire.CopyFrom(request)
+            if split:
+                wire.max_events_per_frame = _SUBSCRIBE_WIRE_BATCH
+            if last and by_sequence:
+                wire.after_sequence = int(last)
+            elif last:
+                wire.after_cursor = last
+            return self._subscriptions.SubscribeEvents(wire)
 
-        policy = self._follow_policy(max_failures, idle_seconds, heartbeat_seconds)
+        policy = self._follow_policy(max_failures, idle_seconds, request.heartbeat_seconds)
         async with contextlib.aclosing(follow(open_call, policy)) as frames:
             async for frame in frames:
                 if split and frame.WhichOneof("frame") == "events":
