@@ -23,9 +23,8 @@ import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.genai import Client, errors as genai_errors, types
 from google.protobuf import json_format
 
 from contextengine.compaction.summarizers.gemini import GeminiSettings
@@ -33,6 +32,9 @@ from contextengine.core.prompt_cache import Action, Decision
 from contextengine.runtime.locks import KeyedLocks
 from contextengine.runtime.lru import BoundedLru
 from contextengine.v1 import content_pb2
+
+if TYPE_CHECKING:
+    from google.genai import Client, types
 
 __all__ = ["CacheCreationError", "CreatedCache", "GeminiCaches", "ManagedCaches"]
 
@@ -56,6 +58,10 @@ class CreatedCache:
 
 def to_genai_contents(contents: Sequence[content_pb2.Content]) -> list[types.Content]:
     """Proto contents as google-genai contents (through proto3 JSON, bytes as base64)."""
+    # google-genai is imported on first use, not with this module (it takes a second or more);
+    # the first managed cache pays the import once.
+    from google.genai import types
+
     return [
         types.Content.model_validate_json(
             json_format.MessageToJson(content, preserving_proto_field_name=True, indent=None)
@@ -65,6 +71,8 @@ def to_genai_contents(contents: Sequence[content_pb2.Content]) -> list[types.Con
 
 
 def _describe(error: BaseException, timeout: float) -> str:
+    from google.genai import errors as genai_errors  # loaded by then: a client made the call
+
     if isinstance(error, TimeoutError):
         return f"no answer within {timeout:g}s"
     if isinstance(error, genai_errors.APIError):
@@ -109,6 +117,8 @@ class GeminiCaches:
         display_name: str,
     ) -> CreatedCache:
         """Creates a cache; raises :class:`CacheCreationError` on any failure."""
+        from google.genai import types  # deferred, see to_genai_contents
+
         config = types.CreateCachedContentConfig(
             contents=to_genai_contents(contents) or None,
             ttl=f"{ttl_seconds}s",

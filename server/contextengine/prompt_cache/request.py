@@ -13,10 +13,8 @@ import json
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pydantic
-from google.genai import types
 from google.protobuf import struct_pb2
 
 from contextengine.core.errors import ContextEngineError, invalid
@@ -24,6 +22,10 @@ from contextengine.core.prompt_cache import PromptPrefix, content_json, text_cha
 from contextengine.core.structs import struct_to_dict
 from contextengine.store import SessionKey
 from contextengine.v1 import content_pb2, context_service_pb2
+
+if TYPE_CHECKING:
+    import pydantic
+    from google.genai import types
 
 __all__ = ["ModelRequestParts", "PromptCacheInputs", "read_model_request_parts"]
 
@@ -86,12 +88,14 @@ def _first_error(error: pydantic.ValidationError) -> str:
     return f"{location}: {first.get('msg', 'invalid')}" if location else first.get("msg", "")
 
 
-_M = TypeVar("_M", bound=pydantic.BaseModel)
+_M = TypeVar("_M", bound="pydantic.BaseModel")
 
 
 def _validate(model: type[_M], data: Any, field: str, kind: str) -> _M:
     """``model.model_validate(data)``, every problem (including google-genai's warnings about
     unknown enum values) an INVALID_MODEL_INPUT error about ``field``."""
+    import pydantic  # loaded by then, with google-genai (see read_model_request_parts)
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -134,6 +138,11 @@ def read_model_request_parts(
     if system_instruction is not None:
         instruction_json = content_json(system_instruction) or None
         if instruction_json is not None:
+            # google-genai is imported here, on first use, not with this module (it takes a
+            # second or more): the first request with a system instruction, tools or a tool
+            # config pays the import once; requests without them never do.
+            from google.genai import types
+
             instruction = _validate(
                 types.Content, instruction_json, "system_instruction", "Content"
             )
@@ -144,6 +153,8 @@ def read_model_request_parts(
     for index, struct in enumerate(tools):
         field = f"tools[{index}]"
         data = _json_object(struct, field)
+        from google.genai import types  # deferred, see the system instruction above
+
         tool = _validate(types.Tool, data, field, "Tool")
         tool_jsons.append(data)
         genai_tools.append(tool)
@@ -153,6 +164,8 @@ def read_model_request_parts(
     if tool_config is not None:
         config_json = _json_object(tool_config, "tool_config") or None
         if config_json is not None:
+            from google.genai import types  # deferred, see the system instruction above
+
             config = _validate(types.ToolConfig, config_json, "tool_config", "ToolConfig")
     prefix = PromptPrefix(
         model=model,

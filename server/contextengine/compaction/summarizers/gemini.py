@@ -16,6 +16,10 @@ Failure handling:
 
 The API key is sent as google-genai sends it (the ``x-goog-api-key`` header) and never appears in
 logs, reprs or error messages written here.
+
+google-genai (and httpx under it) is imported on first use, not with this module: importing it
+takes a second or more, and a sidecar whose apps never summarise with Gemini should not pay it
+at start-up. The first summary (or managed cache) pays the import once.
 """
 
 from __future__ import annotations
@@ -26,10 +30,8 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
-from google.genai import Client, errors as genai_errors, types
 from google.protobuf import json_format
 
 from contextengine.compaction.summarizers.summarizer import (
@@ -40,6 +42,9 @@ from contextengine.compaction.summarizers.summarizer import (
     fill_template,
 )
 from contextengine.v1 import content_pb2, event_pb2
+
+if TYPE_CHECKING:
+    from google.genai import Client, types
 
 __all__ = ["GeminiSettings", "GeminiSummarizer"]
 
@@ -75,6 +80,9 @@ class GeminiSettings:
         per HTTP call, no retries of its own (callers decide). Needs ``api_key``."""
         if not self.api_key:
             raise ValueError("no Gemini API key is configured")
+        # Deferred (see the module docstring): the first client pays google-genai's import.
+        from google.genai import Client, types
+
         options = types.HttpOptions(
             base_url=self.base_url,
             api_version=self.api_version,
@@ -153,6 +161,8 @@ class GeminiSummarizer:
             return None
         prompt = fill_template(self.prompt_template, request.conversation_history)
         client = self._genai_client()
+        from google.genai import types  # loaded by _genai_client (deferred, see the docstring)
+
         contents = [types.Content(role="user", parts=[types.Part(text=prompt)])]
         for attempt in range(1, self.max_attempts + 1):
             try:
@@ -182,12 +192,17 @@ class GeminiSummarizer:
 
 
 def _retryable(error: Exception) -> bool:
+    from google.genai import errors as genai_errors  # loaded by then: a client made the call
+
     if isinstance(error, genai_errors.APIError):
         return error.code in _RETRYABLE_STATUS or error.code >= 500
     return True
 
 
 def _describe(error: Exception, timeout: float) -> str:
+    import httpx  # loaded by then, with google-genai (deferred, see the module docstring)
+    from google.genai import errors as genai_errors
+
     if isinstance(error, (TimeoutError, httpx.TimeoutException)):
         return f"no answer within {timeout:g}s"
     if isinstance(error, genai_errors.APIError):
