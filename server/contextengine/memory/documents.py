@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextengine.core.context._rewind import live_indices
+from contextengine.core.context import live_indices
 from contextengine.memory.text import Document, document
 from contextengine.v1 import content_pb2, event_pb2
 

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextengine.core.context._rewind import live_indices
+from contextengine.core.context import live_indices
 from contextengine.core.errors import ContextEngineError
 from contextengine.memory.documents import Entry, entry_from_event, live_entries
 from contextengine.memory.index import Hit, MemoryIndex, Ranking

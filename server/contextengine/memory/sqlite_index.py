@@ -30,9 +30,7 @@ from contextengine.core.errors import ContextEngineError
 from contextengine.memory.documents import Entry, content_document
 from contextengine.memory.index import Hit, Ranking
 from contextengine.memory.text import TOKENIZER_VERSION, Document, QueryTerm, TermKind
-from contextengine.store import SessionKey
-from contextengine.store._sqlite_conn import connect, run
-from contextengine.store._sqlite_writer import WriteTx
+from contextengine.store import SessionKey, WriteTx, connect_sqlite, run_sqlite
 from contextengine.store.sqlite import SqliteStore
 from contextengine.v1 import content_pb2
 
@@ -140,7 +138,7 @@ class SqliteMemoryIndex:
         has_table = await self._store.write(partial(_prepare, use_fts=available))
         self._fts = available
         self._mark_stale = has_table and not available
-        self._reader = await connect(
+        self._reader = await connect_sqlite(
             self._store.path, durability=self._store.durability, read_only=True
         )
 
@@ -163,7 +161,7 @@ class SqliteMemoryIndex:
             )
             return {int(sequence): str(event_id) for sequence, event_id in rows}
 
-        return await run(self._open_reader(), query)
+        return await run_sqlite(self._open_reader(), query)
 
     async def apply(self, key: SessionKey, remove: Sequence[int], upsert: Sequence[Entry]) -> None:
         rows = [
@@ -203,7 +201,7 @@ class SqliteMemoryIndex:
         if not terms:
             return []
         find = _search_fts if self._fts else _search_instr
-        return await run(
+        return await run_sqlite(
             self._open_reader(),
             partial(find, app_name=app_name, user_id=user_id, terms=terms, limit=limit),
         )

@@ -1,4 +1,10 @@
-"""Event stores: the append-only log behind one small interface."""
+"""Event stores: the append-only log behind one small interface.
+
+Besides the stores, the SQLite write transaction (``WriteTx``, what ``SqliteStore.write`` runs
+an operation with) and the connection helpers (``connect_sqlite``, ``run_sqlite``) are public
+for the components that keep their own tables in the store's file (memory's FTS5 index); the
+``_`` modules stay private to this package (``tests/test_layers.py``).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,8 @@ from contextengine.store._base import (
     StateAt,
     StoredSession,
 )
+from contextengine.store._sqlite_conn import connect as connect_sqlite, run as run_sqlite
+from contextengine.store._sqlite_writer import WriteTx
 from contextengine.store.memory import MemoryStore
 from contextengine.store.sqlite import SqliteStore
 
@@ -32,4 +40,7 @@ __all__ = [
     "SqliteStore",
     "StateAt",
     "StoredSession",
+    "WriteTx",
+    "connect_sqlite",
+    "run_sqlite",
 ]

@@ -30,6 +30,7 @@ from contextengine.core.compaction._planner import (
     plan_sliding_window,
     plan_token_threshold,
     scan_recorded,
+    seed_event,
 )
 from contextengine.core.compaction._render import is_credential_request, render_events
 from contextengine.core.compaction._summary_event import summary_event
@@ -59,5 +60,6 @@ __all__ = [
     "response_ids",
     "safe_split_index",
     "scan_recorded",
+    "seed_event",
     "summary_event",
 ]

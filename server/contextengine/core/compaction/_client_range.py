@@ -20,7 +20,7 @@ from contextengine.core.compaction._planner import (
     after_surviving_summary,
     seed_event,
 )
-from contextengine.core.context._rewind import apply_rewinds
+from contextengine.core.context import apply_rewinds
 from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import event_pb2
 

@@ -15,7 +15,7 @@ from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 from contextengine.core.adk_json import content_to_adk_dict
-from contextengine.core.context._compaction_view import (
+from contextengine.core.context import (
     compaction_ranges,
     covered_intervals,
     latest_non_subsumed_compaction,

@@ -40,10 +40,10 @@ from contextengine.core.compaction._obligations import (
 from contextengine.core.context import (
     DEFAULT_OTHER_AGENT_PREAMBLE,
     ContextOptions,
+    apply_rewinds,
     build_contents,
+    latest_non_subsumed_compaction,
 )
-from contextengine.core.context._compaction_view import latest_non_subsumed_compaction
-from contextengine.core.context._rewind import apply_rewinds
 from contextengine.core.tokens import content_chars
 from contextengine.v1 import config_pb2, event_pb2
 

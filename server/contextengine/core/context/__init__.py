@@ -4,10 +4,21 @@ Pure functions over ``contextengine.v1.event_pb2.Event`` lists (no I/O). The pip
 ADK's order exactly (``docs/design/context.md`` and section 6 of the ADK semantics):
 rewinds -> per-event visibility -> compaction masking (+ recovery of compacted calls) ->
 transcription folding -> other-agent rewriting -> call/response repair -> id stripping / emit.
+
+The rewind and compaction-view helpers are exported too: compaction planning, the prompt-cache
+rules and memory ingestion apply the same rewinds and see the same compacted ranges as the
+pipeline, and the ``_`` modules stay private to this package (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
 
+from contextengine.core.context._compaction_view import (
+    CompactionRange,
+    compaction_ranges,
+    covered_intervals,
+    latest_non_subsumed_compaction,
+    surviving_ranges,
+)
 from contextengine.core.context._model import Item, item_from_event
 from contextengine.core.context._options import (
     DEFAULT_OTHER_AGENT_PREAMBLE,
@@ -15,12 +26,20 @@ from contextengine.core.context._options import (
     IncludeContents,
 )
 from contextengine.core.context._pipeline import build_contents
+from contextengine.core.context._rewind import apply_rewinds, live_indices
 
 __all__ = [
     "DEFAULT_OTHER_AGENT_PREAMBLE",
+    "CompactionRange",
     "ContextOptions",
     "IncludeContents",
     "Item",
+    "apply_rewinds",
     "build_contents",
+    "compaction_ranges",
+    "covered_intervals",
     "item_from_event",
+    "latest_non_subsumed_compaction",
+    "live_indices",
+    "surviving_ranges",
 ]

@@ -29,11 +29,14 @@ from contextengine.core.compaction import (
     is_worth_compacting,
     longest_self_contained_prefix,
     safe_split_index,
+    seed_event,
 )
-from contextengine.core.compaction._planner import seed_event
-from contextengine.core.context import ContextOptions, build_contents
-from contextengine.core.context._compaction_view import compaction_ranges
-from contextengine.core.context._rewind import apply_rewinds
+from contextengine.core.context import (
+    ContextOptions,
+    apply_rewinds,
+    build_contents,
+    compaction_ranges,
+)
 from contextengine.core.prompt_cache._decision import CacheSettings, Metadata
 from contextengine.core.tokens import content_chars
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
