@@ -12,6 +12,7 @@ from contextengine.compaction.compactor import View
 from contextengine.prompt_cache.compaction_policy import CacheAwarePolicy
 from contextengine.prompt_cache.service import PromptCache
 from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.resolver import ConfigResolver
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import MemoryStore, SessionKey
 from contextengine.testing import start_local_server
@@ -201,7 +202,7 @@ async def test_the_cache_aware_policy_takes_the_session_threshold_as_its_limit()
     await apps.put(app)
     configs = SessionConfigs(store, apps)
     configs.start()
-    policy = CacheAwarePolicy(apps, PromptCache(apps), session_configs=configs)
+    policy = CacheAwarePolicy(ConfigResolver(apps, configs), PromptCache(apps))
     answer = text_event("An answer.", author="agent", invocation_id="i1")
     answer.usage_metadata.prompt_token_count = 500
     log: list[event_pb2.Event] = [answer]

@@ -34,10 +34,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from contextengine.compaction.compactor import View
+from contextengine.compaction.types import View
 from contextengine.core.compaction import TOKEN_THRESHOLD, CompactionPlan
 from contextengine.core.context import (
-    DEFAULT_OTHER_AGENT_PREAMBLE,
     ContextOptions,
     build_contents,
 )
@@ -54,8 +53,7 @@ from contextengine.core.prompt_cache._compaction import (
     with_placeholder_summary,
 )
 from contextengine.prompt_cache.service import PromptCache, settings_of
-from contextengine.runtime.app_configs import AppConfigs
-from contextengine.runtime.session_configs import SessionConfigs
+from contextengine.runtime.resolver import ConfigResolver
 from contextengine.store import SessionKey
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 
@@ -70,32 +68,26 @@ _DEFAULT_SUMMARY_CHARS = 2000
 class CacheAwarePolicy:
     def __init__(
         self,
-        configs: AppConfigs,
+        resolver: ConfigResolver,
         prompt_cache: PromptCache,
         *,
         clock: Callable[[], float] = time.time,
-        session_configs: SessionConfigs | None = None,
     ) -> None:
-        """``session_configs``: sessions' own compaction configurations, which replace their
-        app's (None: the app's always applies)."""
-        self._configs = configs
+        """``resolver``: the configuration in effect (a session's compaction configuration
+        replaces its app's)."""
+        self._resolver = resolver
         self._prompt_cache = prompt_cache
         self._clock = clock
-        self._session_configs = session_configs
 
     async def _app(self, key: SessionKey) -> config_pb2.AppConfig | None:
-        app = await self._configs.get(key.app_name)
+        app = await self._resolver.app(key.app_name)
         if app is None or not app.context_cache_config.HasField("cache_aware_compaction"):
             return None
         return app
 
-    async def _compaction(
-        self, key: SessionKey, app: config_pb2.AppConfig
-    ) -> config_pb2.EventsCompactionConfig:
+    async def _compaction(self, key: SessionKey) -> config_pb2.EventsCompactionConfig:
         """The compaction configuration in effect for the session (empty: none)."""
-        if self._session_configs is None:
-            return app.events_compaction_config
-        config = await self._session_configs.compaction(key)
+        config = await self._resolver.compaction(key)
         return config if config is not None else config_pb2.EventsCompactionConfig()
 
     @staticmethod
@@ -114,15 +106,13 @@ class CacheAwarePolicy:
         app = await self._app(key)
         if app is None or due:
             return due
-        limit = self.hard_limit(app, await self._compaction(key, app))
+        limit = self.hard_limit(app, await self._compaction(key))
         if limit is None:
             return False
         predicted = predicted_prompt_tokens(log, view.agent_name)
         return predicted is not None and predicted >= limit
 
-    def _options(
-        self, key: SessionKey, owner: str, event: event_pb2.Event, app: config_pb2.AppConfig
-    ) -> ContextOptions:
+    async def _options(self, key: SessionKey, owner: str, event: event_pb2.Event) -> ContextOptions:
         seen = self._prompt_cache.seen(key, owner)
         if seen is not None:
             return seen.options
@@ -130,11 +120,7 @@ class CacheAwarePolicy:
             agent_name=owner,
             branch=event.branch if event.HasField("branch") else None,
             isolation_scope=event.isolation_scope if event.HasField("isolation_scope") else None,
-            other_agent_preamble=(
-                app.other_agent_preamble
-                if app.HasField("other_agent_preamble")
-                else DEFAULT_OTHER_AGENT_PREAMBLE
-            ),
+            other_agent_preamble=await self._resolver.preamble(key.app_name),
         )
 
     def _fallback(
@@ -162,7 +148,7 @@ class CacheAwarePolicy:
         app = await self._app(key)
         if app is None:
             return plan
-        compaction = await self._compaction(key, app)
+        compaction = await self._compaction(key)
         limit = self.hard_limit(app, compaction)
         prefix = cached_prefix(log, view.agent_name or None)
         if prefix is None:
@@ -182,7 +168,7 @@ class CacheAwarePolicy:
             # Before a context, below the hard limit: the agent's last call used this cache
             # with the same fixed parts, so defer without building anything.
             return None
-        options = self._options(key, prefix.owner, prefix.event, app)
+        options = await self._options(key, prefix.owner, prefix.event)
         contents = build_contents(log, options)
         count = prefix.metadata.contents_count
         if seen is not None and (
