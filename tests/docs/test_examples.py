@@ -32,6 +32,7 @@ SCRIPTS = {
     "Compaction": "compaction.py",
     "Prompt caching": "prompt_caching.py",
     "Memory": "memory.py",
+    "In-process engine (no sidecar)": "in_process.py",
 }
 #: where the README's part of a script starts
 SHOWN_FROM = "import asyncio\n"
