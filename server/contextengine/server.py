@@ -21,7 +21,7 @@ from contextengine.memory import FtsMode
 from contextengine.memory.service import MemoryService
 from contextengine.prompt_cache.service import PromptCache
 from contextengine.runtime.session_configs import SessionConfigs
-from contextengine.service._handlers import generic_handler
+from contextengine.service import generic_handler
 from contextengine.service.compaction_service import CompactionServicer
 from contextengine.service.context_service import ContextServicer
 from contextengine.service.memory_service import MemoryServicer

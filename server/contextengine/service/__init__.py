@@ -1,3 +1,11 @@
-"""The gRPC edge: servicers that translate messages and map errors, and nothing else."""
+"""The gRPC edge: servicers that translate messages and map errors, and nothing else.
+
+``generic_handler`` (the shared handler wrapper: size limit, error mapping, logging) is what
+the transport (``contextengine.server``) registers the servicers with.
+"""
 
 from __future__ import annotations
+
+from contextengine.service._handlers import generic_handler
+
+__all__ = ["generic_handler"]
