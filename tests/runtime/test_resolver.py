@@ -26,7 +26,7 @@ async def parts() -> AsyncIterator[tuple[AppConfigs, SessionConfigs, ConfigResol
     await store.open()
     await store.create_session(KEY, {}, 1.0)
     apps = AppConfigs(store)
-    sessions = SessionConfigs(store, apps)
+    sessions = SessionConfigs(store)
     sessions.start()
     yield apps, sessions, ConfigResolver(apps, sessions)
     sessions.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.resolver import ConfigResolver
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import MemoryStore, SessionKey
 from contextengine.v1 import config_pb2
@@ -47,7 +48,7 @@ async def opened() -> tuple[GatedStore, SessionConfigs]:
     store = GatedStore()
     await store.open()
     await store.create_session(KEY, {}, 1.0)
-    configs = SessionConfigs(store, AppConfigs(store))
+    configs = SessionConfigs(store)
     configs.start()
     return store, configs
 
@@ -79,7 +80,8 @@ async def test_a_deleted_or_recreated_session_is_read_again() -> None:
     await store.delete_session(KEY)
     await store.create_session(KEY, {}, 2.0)
     assert await configs.get(KEY) == config_pb2.SessionConfig()
-    assert await configs.compaction(KEY) is None  # the app has none either
+    resolver = ConfigResolver(AppConfigs(store), configs)
+    assert await resolver.compaction(KEY) is None  # the app has none either
 
 
 async def test_an_app_config_read_overlapping_an_update_is_not_cached() -> None:

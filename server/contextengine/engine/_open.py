@@ -73,7 +73,7 @@ def build_engine(
         store = open_store(settings.db, settings.durability)
     events = SessionEventCache(store)
     app_configs = AppConfigs(store)
-    session_configs = SessionConfigs(store, app_configs)
+    session_configs = SessionConfigs(store)
     resolver = ConfigResolver(app_configs, session_configs)
     broadcaster = Broadcaster(store, settings.pacer())
     prompt_cache = _prompt_cache(settings, app_configs, clock)

@@ -1,21 +1,19 @@
-"""Sessions' own configurations (``SessionConfig``), read through a process-local cache, and the
-compaction configuration in effect for a session: its own if it sets one, else its app's.
+"""Sessions' own configurations (``SessionConfig``), read through a process-local cache (the
+compaction configuration in effect, the session's over its app's, is resolved by
+:class:`~contextengine.runtime.resolver.ConfigResolver`).
 
-The compactor asks for a session's compaction configuration on every BuildContext, so the answer
-is cached (up to ``capacity`` sessions, least recently used dropped), including "none set". The
-sidecar is the only writer of its store and every update goes through :meth:`SessionConfigs.put`;
-a session deleted or created again is dropped from the cache when the store commits it (a commit
-listener), so a session created again under the same id never sees its predecessor's entry. A
-store read or update that overlapped any of these changes is not cached (the next call reads the
-store again).
+The compactor asks for a session's configuration on every BuildContext, so the answer is cached
+(up to ``capacity`` sessions, least recently used dropped), including "none set". The sidecar is
+the only writer of its store and every update goes through :meth:`SessionConfigs.put`; a session
+deleted or created again is dropped from the cache when the store commits it (a commit listener),
+so a session created again under the same id never sees its predecessor's entry. A store read or
+update that overlapped any of these changes is not cached (the next call reads the store again).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from contextengine.core.errors import ContextEngineError
-from contextengine.runtime.app_configs import AppConfigs
 from contextengine.runtime.lru import BoundedLru
 from contextengine.store import Change, EventStore, SessionCreated, SessionDeleted, SessionKey
 from contextengine.v1 import config_pb2
@@ -24,11 +22,8 @@ DEFAULT_CAPACITY = 10_000
 
 
 class SessionConfigs:
-    def __init__(
-        self, store: EventStore, apps: AppConfigs, *, capacity: int = DEFAULT_CAPACITY
-    ) -> None:
+    def __init__(self, store: EventStore, *, capacity: int = DEFAULT_CAPACITY) -> None:
         self._store = store
-        self._apps = apps
         self._cache: BoundedLru[SessionKey, config_pb2.SessionConfig] = BoundedLru(capacity)
         #: bumped by every update and every session created or deleted
         self._version = 0
@@ -68,22 +63,6 @@ class SessionConfigs:
         else:
             self._cache.put(key, stored)
         return stored
-
-    async def compaction(self, key: SessionKey) -> config_pb2.EventsCompactionConfig | None:
-        """The compaction configuration in effect for the session: its own, else its app's
-        (also for a session that does not exist: callers report that themselves)."""
-        try:
-            own = await self.get(key)
-        except ContextEngineError as error:
-            if error.reason != "SESSION_NOT_FOUND":
-                raise
-        else:
-            if own.HasField("events_compaction_config"):
-                return own.events_compaction_config
-        app = await self._apps.get(key.app_name)
-        if app is None or not app.HasField("events_compaction_config"):
-            return None
-        return app.events_compaction_config
 
     def _on_commit(self, changes: Sequence[Change]) -> None:
         for change in changes:
