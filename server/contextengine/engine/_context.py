@@ -24,13 +24,13 @@ from contextengine.core.validate import (
     check_id,
     check_session_address,
 )
+from contextengine.engine._memory import preload_proto
 from contextengine.memory.service import MemoryService
 from contextengine.prompt_cache.request import PromptCacheInputs
 from contextengine.prompt_cache.service import PromptCache, PromptCacheFields
 from contextengine.runtime.event_cache import SessionEventCache, SessionLog
 from contextengine.runtime.lru import BoundedLru
 from contextengine.runtime.resolver import ConfigResolver
-from contextengine.service.memory_service import preload_proto
 from contextengine.store import SessionKey
 from contextengine.v1 import content_pb2, context_service_pb2 as pb, event_pb2, memory_pb2
 
