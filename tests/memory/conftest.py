@@ -1,4 +1,5 @@
-"""Fixtures for the memory tests: every memory backend, and a MemoryService over every store."""
+"""Fixtures for the memory tests: every memory backend, and the engine's MemoryService over every
+store (``open_engine``, the one wiring the sidecar uses)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from contextengine.engine import MEMORY_DB, Engine, EngineSettings, open_engine
 from contextengine.memory import MemoryIndex, PythonMemoryIndex, SqliteMemoryIndex
 from contextengine.memory.service import MemoryService
 from contextengine.runtime.app_configs import AppConfigs
-from contextengine.runtime.event_cache import SessionEventCache
-from contextengine.store import EventStore, MemoryStore, SqliteStore
+from contextengine.store import EventStore
 
 #: backend name -> (store kind, fts mode)
 BACKENDS = {
@@ -24,9 +25,10 @@ BACKENDS = {
 
 @dataclass
 class Memory:
-    """An open store, a memory index over it and the service over both."""
+    """An open engine's store, its memory index and the service over both."""
 
     backend: str
+    engine: Engine
     store: EventStore
     index: MemoryIndex
     service: MemoryService
@@ -35,26 +37,20 @@ class Memory:
 
 async def open_memory(backend: str, db: Path) -> Memory:
     kind, fts = BACKENDS[backend]
-    store: EventStore
-    index: MemoryIndex
-    if kind == "memory":
-        store = MemoryStore()
-        await store.open()
-        index = PythonMemoryIndex()
-    else:
-        sqlite = SqliteStore(db)
-        await sqlite.open()
-        store = sqlite
-        index = SqliteMemoryIndex(sqlite, fts="on" if fts == "on" else "off")
-    configs = AppConfigs(store)
-    service = MemoryService(index, SessionEventCache(store), configs)
-    await service.open()
-    return Memory(backend, store, index, service, configs)
+    settings = (
+        EngineSettings(db=MEMORY_DB)
+        if kind == "memory"
+        else EngineSettings(db=str(db), memory_fts="on" if fts == "on" else "off")
+    )
+    engine = await open_engine(settings)
+    index = engine.memory.index
+    expected = PythonMemoryIndex if kind == "memory" else SqliteMemoryIndex
+    assert isinstance(index, expected), index
+    return Memory(backend, engine, engine.store, index, engine.memory, engine.app_configs)
 
 
 async def close_memory(memory: Memory) -> None:
-    await memory.service.close()
-    await memory.store.close()
+    await memory.engine.close()
 
 
 @pytest.fixture(params=list(BACKENDS))
