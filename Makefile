@@ -82,7 +82,7 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff format --check server $(PY_CLIENT) tests bench scripts clients/conformance examples
 	$(BIN)/mypy
 	$(BIN)/mypy --python-version 3.10 -p contextengine.client
-	$(BIN)/mypy clients/conformance/python_runner.py scripts/with_server.py
+	$(BIN)/mypy clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py scripts/with_server.py
 	$(BIN)/mypy examples/python
 
 fmt: $(DEV_STAMP)
@@ -104,6 +104,8 @@ ts-check: ts-gen
 	cd $(TS_DIR) && node_modules/.bin/tsc -p tsconfig.json
 
 PY_CONFORMANCE = '$(CURDIR)/$(BIN)/python clients/conformance/python_runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python.jsonl clients/conformance/scenarios'
+# The same scenarios through the Python client (ContextEngineClient), as the other languages' runners.
+PY_CLIENT_CONFORMANCE = '$(CURDIR)/$(BIN)/python $(PY_CLIENT)/conformance/runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python-client.jsonl clients/conformance/scenarios'
 TS_CONFORMANCE = 'cd $(TS_DIR) && node_modules/.bin/tsx conformance/runner.ts --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/typescript.jsonl ../conformance/scenarios'
 TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
 JAVA_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
@@ -147,13 +149,13 @@ test-ts: $(DEV_STAMP) ts-gen
 
 ## Every client's conformance runner against one real server (reports in build/conformance/).
 conformance: $(DEV_STAMP) ts-gen java-build kotlin-build
-	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(JAVA_CONFORMANCE) \
-	  $(KOTLIN_CONFORMANCE)
+	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) \
+	  $(JAVA_CONFORMANCE) $(KOTLIN_CONFORMANCE)
 
 ## What `make test` runs for the clients: one server, every conformance runner, every client's
 ## unit tests; any failure fails the build.
 test-clients: $(DEV_STAMP) ts-check java-build kotlin-build
-	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
+	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
 	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT)
 
 ## Benchmarks (not part of `make test`): this engine against google-adk on the same machine.

@@ -23,10 +23,10 @@ import re
 import secrets
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import grpc
 import yaml
@@ -384,23 +384,38 @@ def frame_cursor(frame: Mapping[str, Any]) -> str:
 
 @dataclass
 class Stream:
+    """A server stream opened on a raw channel (``transport``); another runner subclasses it to
+    open the stream some other way (``open``, ``read``, ``close``, ``errors``, ``failure``)."""
+
+    #: what a failed read raises
+    errors: ClassVar[tuple[type[Exception], ...]] = (grpc.aio.AioRpcError,)
+
     method: Method
     request: dict[str, Any]
+    transport: Any
     call: Any = None
     error: Failure | None = None
     ended: bool = False
     cursor: str = ""
     pending: asyncio.Task[Any] | None = None
 
-    def open(self, channel: grpc.aio.Channel) -> None:
+    def open(self) -> None:
         request = json_format.ParseDict(self.request, self.method.request())
-        callable_: Any = channel.unary_stream(
+        callable_: Any = self.transport.unary_stream(
             self.method.path,
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=self.method.response.FromString,
         )
         self.call = callable_(request)
         self.error, self.ended, self.pending = None, False, None
+
+    async def read(self) -> message.Message | None:
+        """The next message of the open stream; None when it ended."""
+        frame = await self.call.read()
+        return None if frame is grpc.aio.EOF else cast(message.Message, frame)
+
+    def failure(self, err: Exception) -> Failure:
+        return failure_of(cast(grpc.aio.AioRpcError, err))
 
     async def next_frame(self, timeout_s: float) -> dict[str, Any] | None:
         """The next frame; None when nothing came in time. Raises _StreamEndedError / _StreamFailedError."""
@@ -409,24 +424,24 @@ class Stream:
         if self.ended:
             raise _StreamEndedError()
         if self.pending is None:
-            self.pending = asyncio.ensure_future(self.call.read())
+            self.pending = asyncio.ensure_future(self.read())
         done, _ = await asyncio.wait({self.pending}, timeout=timeout_s)
         if not done:
             return None
         task, self.pending = self.pending, None
         try:
             frame = task.result()
-        except grpc.aio.AioRpcError as err:
-            self.error = failure_of(err)
+        except self.errors as err:
+            self.error = self.failure(err)
             raise _StreamFailedError(self.error) from None
-        if frame is grpc.aio.EOF:
+        if frame is None:
             self.ended = True
             raise _StreamEndedError()
         data = to_json(frame)
         self.cursor = frame_cursor(data) or self.cursor
         return cast(dict[str, Any], data)
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self.pending is not None:
             self.pending.cancel()
             self.pending = None
@@ -512,9 +527,9 @@ class Result:
     ms: float
     label: str = ""
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, runner: str = RUNNER) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "runner": RUNNER,
+            "runner": runner,
             "scenario": self.scenario,
             "step": self.step,
             "status": self.status,
@@ -528,8 +543,25 @@ class Result:
 
 @dataclass
 class Runner:
+    """Runs scenarios over raw gRPC on ``channel``. The runner that goes through the Python client
+    (clients/python/conformance/runner.py) subclasses it: ``unary``, ``stream_type``, ``transport``,
+    ``rpc_errors`` and ``failure`` are how a step reaches the server."""
+
+    #: the runner's name in the records and in the scenarios' app names
+    name: ClassVar[str] = RUNNER
+    #: what a failed unary call raises
+    rpc_errors: ClassVar[tuple[type[Exception], ...]] = (grpc.aio.AioRpcError,)
+    stream_type: ClassVar[type[Stream]] = Stream
+
     channel: grpc.aio.Channel
     emit: Callable[[Result], None] = field(default=lambda _result: None)
+
+    def transport(self) -> Any:
+        """What a stream is opened on."""
+        return self.channel
+
+    def failure(self, err: Exception) -> Failure:
+        return failure_of(cast(grpc.aio.AioRpcError, err))
 
     async def run(self, scenario: Scenario) -> bool:
         started = time.perf_counter()
@@ -539,7 +571,7 @@ class Runner:
             self.emit(Result(scenario.name, None, "fail", f"malformed: {err}", 0.0))
             return False
         run_id = secrets.token_hex(4)
-        variables: dict[str, Any] = {"run": run_id, "app": f"conf-{RUNNER}-{run_id}"}
+        variables: dict[str, Any] = {"run": run_id, "app": f"conf-{self.name}-{run_id}"}
         streams: dict[str, Stream] = {}
         steps = scenario.data["steps"]
         ok = True
@@ -561,7 +593,7 @@ class Runner:
                 self.emit(Result(scenario.name, i, "pass", "", ms, label))
         finally:
             for stream in streams.values():
-                stream.close()
+                await stream.close()
         ms = (time.perf_counter() - started) * 1000
         self.emit(Result(scenario.name, None, "pass" if ok else "fail", "", ms))
         return ok
@@ -596,9 +628,10 @@ class Runner:
                 raise ScenarioError(f"{method.name} is not a stream")
             name = step["stream"]
             if name in streams:
-                streams[name].close()
-            stream = Stream(method, substitute(step.get("request") or {}, variables))
-            stream.open(self.channel)
+                await streams[name].close()
+            request = substitute(step.get("request") or {}, variables)
+            stream = self.stream_type(method, request, self.transport())
+            stream.open()
             streams[name] = stream
         elif kind == "expect_frames":
             await self._expect_frames(step, variables, _stream(streams, step["expect_frames"]))
@@ -609,17 +642,17 @@ class Runner:
                 step, variables, _stream(streams, step["expect_stream_error"])
             )
         elif kind == "disconnect":
-            _stream(streams, step["disconnect"]).close()
+            await _stream(streams, step["disconnect"]).close()
         elif kind == "resume":
             stream = _stream(streams, step["resume"])
-            stream.close()
+            await stream.close()
             if stream.cursor and stream.method.name.endswith("/SubscribeEvents"):
                 scope = stream.request.get("scope", "SUBSCRIPTION_SCOPE_UNSPECIFIED")
                 if scope in ("SUBSCRIPTION_SCOPE_UNSPECIFIED", "SUBSCRIPTION_SCOPE_SESSION", 0, 1):
                     stream.request["after_sequence"] = stream.cursor
                 else:
                     stream.request["after_cursor"] = stream.cursor
-            stream.open(self.channel)
+            stream.open()
         elif kind == "sleep_ms":
             await asyncio.sleep(float(step["sleep_ms"]) / 1000)
 
@@ -629,8 +662,8 @@ class Runner:
         timeout_ms = float(step.get("timeout_ms", DEFAULT_CALL_TIMEOUT_MS))
         try:
             response = await self.unary(method, request, timeout_ms)
-        except grpc.aio.AioRpcError as err:
-            failure = failure_of(err)
+        except self.rpc_errors as err:
+            failure = self.failure(err)
             if "expect_error" not in step:
                 raise StepFailure(f"unexpected error: {failure}") from None
             check_error(substitute(step["expect_error"], variables), failure)
@@ -654,8 +687,8 @@ class Runner:
         while True:
             try:
                 response = await self.unary(method, request, DEFAULT_CALL_TIMEOUT_MS)
-            except grpc.aio.AioRpcError as err:
-                raise StepFailure(f"unexpected error while polling: {failure_of(err)}") from None
+            except self.rpc_errors as err:
+                raise StepFailure(f"unexpected error while polling: {self.failure(err)}") from None
             last = to_json(response)
             try:
                 match(until, last, "response")
@@ -766,8 +799,21 @@ async def run_all(
         return passed, failed
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+#: runs the scenarios against a target, emitting every result: (passed, failed)
+RunAll = Callable[
+    [str, Sequence[Scenario], Callable[[Result], None]], Coroutine[Any, Any, tuple[int, int]]
+]
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    name: str = RUNNER,
+    run: RunAll = run_all,
+    description: str = __doc__.split("\n")[0],
+) -> int:
+    """The command line of a runner called ``name`` that runs scenarios with ``run``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--target", required=True, help="host:port of a running sidecar")
     parser.add_argument(
         "--only", action="append", default=[], help="run scenarios whose name contains this"
@@ -790,7 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = stack.enter_context(args.report.open("w", encoding="utf-8"))
 
         def emit(result: Result) -> None:
-            line = json.dumps(result.as_json(), ensure_ascii=False)
+            line = json.dumps(result.as_json(name), ensure_ascii=False)
             if report is None:
                 print(line, flush=True)
                 return
@@ -801,10 +847,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
 
         try:
-            passed, failed = asyncio.run(run_all(args.target, scenarios, emit))
+            passed, failed = asyncio.run(run(args.target, scenarios, emit))
         except KeyboardInterrupt:
             return 130
-    print(f"conformance ({RUNNER}): {passed} passed, {failed} failed", flush=True)
+    print(f"conformance ({name}): {passed} passed, {failed} failed", flush=True)
     return 0 if failed == 0 else 1
 
 

@@ -253,9 +253,11 @@ class ContextEngineClient:
         expected_last_sequence: int | None = None,
     ) -> pb.AppendEventResponse:
         """Appends one event; retried safely (idempotent by the event id)."""
-        request = pb.AppendEventRequest(
-            app_name=app_name, user_id=user_id, session_id=session_id, event=self._prepare(event)
-        )
+        request = pb.AppendEventRequest(app_name=app_name, user_id=user_id, session_id=session_id)
+        # None (untyped callers) sends no event: the server answers MISSING_FIELD, as it does to
+        # every client (the client does not validate requests itself).
+        if event is not None:
+            request.event.CopyFrom(self._prepare(event))
         if expected_last_sequence is not None:
             request.expected_last_sequence = expected_last_sequence
         return await self._call(
