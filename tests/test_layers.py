@@ -20,6 +20,7 @@ finding nothing.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -28,9 +29,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: where the checked modules live: the server package, and the client's own distribution
+#: where the checked modules live: the server package, the client's own distribution, examples
 SERVER_ROOT = ROOT / "server"
 CLIENT_ROOT = ROOT / "clients" / "python"
+EXAMPLES_ROOT = ROOT / "examples"
+ADR = ROOT / "docs" / "adr" / "0009-engine-layering.md"
 #: directories never parsed (environments, build output, caches)
 SKIPPED_DIRS = frozenset({".venv", "venv", "build", "dist", "node_modules", "__pycache__"})
 PACKAGE = "contextengine"
@@ -55,6 +58,9 @@ _BELOW_ENGINE = ("compaction", "memory", "prompt_cache", "subscriptions", "runti
 #: The layers, bottom first (``docs/adr/0009-engine-layering.md`` has the same table).
 LAYERS = (
     Layer("v1", (f"{PACKAGE}.v1",), ()),
+    # the server distribution's top level: its version (``contextengine`` is a namespace package
+    # shared with the client distribution; an ``__init__`` would belong here too)
+    Layer("root", (), (), modules=(PACKAGE, f"{PACKAGE}.version")),
     Layer("core", (f"{PACKAGE}.core",), ()),
     Layer("core.context", (f"{PACKAGE}.core.context",), ("core",)),
     Layer("core.compaction", (f"{PACKAGE}.core.compaction",), ("core", "core.context")),
@@ -79,16 +85,15 @@ LAYERS = (
         ("root", "server", "service", "engine", *_BELOW_ENGINE),
         modules=(f"{PACKAGE}.cli", f"{PACKAGE}.__main__", f"{PACKAGE}.testing"),
     ),
-    # the server distribution's top level: its version (``contextengine`` is a namespace package
-    # shared with the client distribution; an ``__init__`` would belong here too)
-    Layer("root", (), (), modules=(PACKAGE, f"{PACKAGE}.version")),
     # the client distribution (clients/python): its package, and the programs beside it that are
     # not in the package (its conformance runner)
     Layer("client", (f"{PACKAGE}.client", "clients.python"), ()),
+    # the README's programs: what a user writes, so only the public client and engine
+    Layer("examples", ("examples",), ("client", "engine")),
 )
 LAYER_NAMES = frozenset(layer.name for layer in LAYERS)
 #: the layers that may speak gRPC (the edge, the client, and the generated stubs themselves)
-GRPC_LAYERS = frozenset({"service", "server", "cli", "client", "v1"})
+GRPC_LAYERS = frozenset({"service", "server", "cli", "client", "examples", "v1"})
 GRPC_PACKAGES = ("grpc", "grpc_status", "grpc_health", "grpc_reflection")
 #: what core may import from outside the standard library (pure computation)
 CORE_THIRD_PARTY = ("google.protobuf", "tiktoken")
@@ -151,13 +156,15 @@ def _module_name(path: Path, root: Path) -> tuple[str, bool]:
         parts = parts[len(parts) - parts[::-1].index(PACKAGE) - 1 :]
     elif root == CLIENT_ROOT:  # a program beside the client package (runner, tests)
         parts = ["clients", "python", *parts]
+    elif root == EXAMPLES_ROOT:
+        parts = ["examples", *parts]
     return ".".join(parts), is_package
 
 
 def discover() -> dict[str, Source]:
-    """Every module of the server package and of the client distribution, by dotted name."""
+    """Every module of the server package, the client distribution and the examples."""
     found: dict[str, Source] = {}
-    for root in (SERVER_ROOT, CLIENT_ROOT):
+    for root in (SERVER_ROOT, CLIENT_ROOT, EXAMPLES_ROOT):
         if not root.is_dir():
             continue
         for path in sorted(root.rglob("*.py")):
@@ -337,6 +344,12 @@ def test_the_layer_table_is_acyclic() -> None:
         done |= ready
 
 
+def test_the_adr_has_the_same_table() -> None:
+    """The ADR's rows name the layers of ``LAYERS``, in the same order (bottom first)."""
+    rows = re.findall(r"^\| `([a-z0-9_.]+)` \|", ADR.read_text(), flags=re.M)
+    assert rows == [layer.name for layer in LAYERS], f"update the table of {ADR.name}"
+
+
 def test_every_module_belongs_to_a_layer(found: list[Violation]) -> None:
     _assert_none(found, "unassigned", "every module belongs to a row of LAYERS")
 
@@ -430,6 +443,7 @@ PLANTED = [
         "private",
         "contextengine.store",
     ),
+    ("examples.python.fake", "from contextengine.store import MemoryStore\n", "layer", "store"),
     ("contextengine.stray", "import json\n", "unassigned", "no layer"),
 ]
 
