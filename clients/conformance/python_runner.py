@@ -789,14 +789,18 @@ async def run_all(
     emit: Callable[[Result], None],
 ) -> tuple[int, int]:
     async with grpc.aio.insecure_channel(target) as channel:
-        runner = Runner(channel, emit)
-        passed = failed = 0
-        for scenario in scenarios:
-            if await runner.run(scenario):
-                passed += 1
-            else:
-                failed += 1
-        return passed, failed
+        return await run_scenarios(Runner(channel, emit), scenarios)
+
+
+async def run_scenarios(runner: Runner, scenarios: Sequence[Scenario]) -> tuple[int, int]:
+    """Runs the scenarios one after the other: (passed, failed)."""
+    passed = failed = 0
+    for scenario in scenarios:
+        if await runner.run(scenario):
+            passed += 1
+        else:
+            failed += 1
+    return passed, failed
 
 
 #: runs the scenarios against a target, emitting every result: (passed, failed)

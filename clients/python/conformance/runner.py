@@ -36,16 +36,19 @@ import python_runner as ref
 
 NAME = "python-client"
 
-#: (client, request, timeout in seconds) -> the RPC's response message
-Adapter = Callable[[ContextEngineClient, Any, float], Awaitable[message.Message]]
+#: (client, request, timeout in seconds) -> what the client's method returns
+Adapter = Callable[[ContextEngineClient, Any, float], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
 class Rpc:
-    """How one RPC goes through the client: the request fields the adapter sends, the adapter."""
+    """How one RPC goes through the client: the request fields the adapter sends, the adapter,
+    and, when the client's method returns one field of the response rather than the response,
+    the response type and that field."""
 
     fields: frozenset[str]
     call: Adapter
+    wrap: tuple[type[message.Message], str] | None = None
 
 
 def _opt(request: message.Message, name: str) -> Any:
@@ -71,28 +74,22 @@ def _ids(*more: str) -> frozenset[str]:
 RPCS: dict[str, Rpc] = {
     "SessionService/CreateSession": Rpc(
         _ids("state", "config"),
-        lambda c, r, _t: _wrap(
-            pb.CreateSessionResponse,
-            "session",
-            c.create_session(
-                r.app_name, r.user_id, r.session_id, _json(r.state), config=_opt(r, "config")
-            ),
+        lambda c, r, _t: c.create_session(
+            r.app_name, r.user_id, r.session_id, _json(r.state), config=_opt(r, "config")
         ),
+        (pb.CreateSessionResponse, "session"),
     ),
     "SessionService/GetSession": Rpc(
         _ids("num_recent_events", "after_timestamp", "after_sequence"),
-        lambda c, r, _t: _wrap(
-            pb.GetSessionResponse,
-            "session",
-            c.get_session(
-                r.app_name,
-                r.user_id,
-                r.session_id,
-                num_recent_events=_opt(r, "num_recent_events"),
-                after_timestamp=_opt(r, "after_timestamp"),
-                after_sequence=_opt(r, "after_sequence"),
-            ),
+        lambda c, r, _t: c.get_session(
+            r.app_name,
+            r.user_id,
+            r.session_id,
+            num_recent_events=_opt(r, "num_recent_events"),
+            after_timestamp=_opt(r, "after_timestamp"),
+            after_sequence=_opt(r, "after_sequence"),
         ),
+        (pb.GetSessionResponse, "session"),
     ),
     "SessionService/ListSessions": Rpc(
         frozenset({"app_name", "user_id", "page_size", "page_token"}),
@@ -102,11 +99,10 @@ RPCS: dict[str, Rpc] = {
     ),
     "SessionService/DeleteSession": Rpc(
         _ids("allow_missing"),
-        lambda c, r, _t: _wrap(
-            pb.DeleteSessionResponse,
-            "deleted",
-            c.delete_session(r.app_name, r.user_id, r.session_id, allow_missing=r.allow_missing),
+        lambda c, r, _t: c.delete_session(
+            r.app_name, r.user_id, r.session_id, allow_missing=r.allow_missing
         ),
+        (pb.DeleteSessionResponse, "deleted"),
     ),
     "SessionService/AppendEvent": Rpc(
         _ids("event", "expected_last_sequence"),
@@ -141,21 +137,20 @@ RPCS: dict[str, Rpc] = {
     ),
     "SessionService/RewindSession": Rpc(
         _ids("rewind_before_invocation_id"),
-        lambda c, r, _t: _wrap(
-            pb.RewindSessionResponse,
-            "event",
-            c.rewind_session(r.app_name, r.user_id, r.session_id, r.rewind_before_invocation_id),
+        lambda c, r, _t: c.rewind_session(
+            r.app_name, r.user_id, r.session_id, r.rewind_before_invocation_id
         ),
+        (pb.RewindSessionResponse, "event"),
     ),
     "SessionService/GetAppConfig": Rpc(
         frozenset({"app_name"}),
-        lambda c, r, _t: _wrap(pb.GetAppConfigResponse, "config", c.get_app_config(r.app_name)),
+        lambda c, r, _t: c.get_app_config(r.app_name),
+        (pb.GetAppConfigResponse, "config"),
     ),
     "SessionService/UpdateAppConfig": Rpc(
         frozenset({"config"}),
-        lambda c, r, _t: _wrap(
-            pb.UpdateAppConfigResponse, "config", c.update_app_config(_opt(r, "config"))
-        ),
+        lambda c, r, _t: c.update_app_config(_opt(r, "config")),
+        (pb.UpdateAppConfigResponse, "config"),
     ),
     "SessionService/GetSessionConfig": Rpc(
         _ids(), lambda c, r, _t: c.get_session_config(r.app_name, r.user_id, r.session_id)
@@ -218,19 +213,13 @@ RPCS: dict[str, Rpc] = {
     ),
     "MemoryService/DeleteMemory": Rpc(
         _ids(),
-        lambda c, r, _t: _wrap(
-            mpb.DeleteMemoryResponse,
-            "deleted_count",
-            c.delete_memory(r.app_name, r.user_id, r.session_id),
-        ),
+        lambda c, r, _t: c.delete_memory(r.app_name, r.user_id, r.session_id),
+        (mpb.DeleteMemoryResponse, "deleted_count"),
     ),
     "CompactionService/EndInvocation": Rpc(
         _ids("invocation_id"),
-        lambda c, r, _t: _wrap(
-            kpb.EndInvocationResponse,
-            "scheduled",
-            c.end_invocation(r.app_name, r.user_id, r.session_id, r.invocation_id),
-        ),
+        lambda c, r, _t: c.end_invocation(r.app_name, r.user_id, r.session_id, r.invocation_id),
+        (kpb.EndInvocationResponse, "scheduled"),
     ),
     "CompactionService/Compact": Rpc(
         _ids("trigger", "agent_name", "branch", "isolation_scope"),
@@ -268,18 +257,15 @@ RPCS: dict[str, Rpc] = {
             "summary",
             "usage_metadata",
         ),
-        lambda c, r, _t: _wrap(
-            kpb.CommitCompactionResponse,
-            "summary",
-            c.commit_compaction(
-                r.app_name,
-                r.user_id,
-                r.session_id,
-                _plan_of(r),
-                _opt(r, "summary"),
-                usage_metadata=_opt(r, "usage_metadata"),
-            ),
+        lambda c, r, _t: c.commit_compaction(
+            r.app_name,
+            r.user_id,
+            r.session_id,
+            _plan_of(r),
+            _opt(r, "summary"),
+            usage_metadata=_opt(r, "usage_metadata"),
         ),
+        (kpb.CommitCompactionResponse, "summary"),
     ),
     "CompactionService/ExpandSummary": Rpc(
         _ids("summary_sequence"),
@@ -291,10 +277,10 @@ RPCS: dict[str, Rpc] = {
 }
 
 
-async def _wrap(response: type[message.Message], field: str, value: Awaitable[Any]) -> Any:
-    """The RPC's response around what the client's method returns (the message's one field)."""
+def _response(wrap: tuple[type[message.Message], str], got: Any) -> message.Message:
+    """The RPC's response around what the client's method returned (its one field)."""
+    response, field = wrap
     out = response()
-    got = await value
     if isinstance(got, message.Message):
         getattr(out, field).CopyFrom(got)
     else:
@@ -405,7 +391,8 @@ class ClientRunner(ref.Runner):
         _check_fields(method.name, req, rpc.fields)
         # The step's deadline is the client's for this call (one deadline over every attempt).
         self.client.timeout = timeout_ms / 1000
-        return await rpc.call(self.client, req, timeout_ms / 1000)
+        got = await rpc.call(self.client, req, timeout_ms / 1000)
+        return got if rpc.wrap is None else _response(rpc.wrap, got)
 
 
 async def run_all(
@@ -414,14 +401,7 @@ async def run_all(
     emit: Callable[[ref.Result], None],
 ) -> tuple[int, int]:
     async with ContextEngineClient(target) as client:
-        runner = ClientRunner(client, emit)
-        passed = failed = 0
-        for scenario in scenarios:
-            if await runner.run(scenario):
-                passed += 1
-            else:
-                failed += 1
-        return passed, failed
+        return await ref.run_scenarios(ClientRunner(client, emit), scenarios)
 
 
 if __name__ == "__main__":
