@@ -4,9 +4,14 @@ FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY clients/python/pyproject.toml clients/python/README.md ./clients/python/
+COPY clients/python/contextengine ./clients/python/contextengine
 COPY server ./server
 COPY proto ./proto
-RUN python -m venv /opt/venv && /opt/venv/bin/pip install --upgrade pip && /opt/venv/bin/pip install .
+# Two distributions in one pip command: the client (contextengine.client and the generated
+# contextengine.v1, which the server imports) and the server, which depends on it.
+RUN python -m venv /opt/venv && /opt/venv/bin/pip install --upgrade pip \
+  && /opt/venv/bin/pip install ./clients/python .
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH
