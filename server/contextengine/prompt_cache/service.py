@@ -44,6 +44,7 @@ from contextengine.prompt_cache.request import (
     read_model_request_parts,
 )
 from contextengine.runtime.app_configs import AppConfigs
+from contextengine.runtime.lru import BoundedLru
 from contextengine.store import SessionKey
 from contextengine.v1 import (
     config_pb2,
@@ -159,8 +160,8 @@ class PromptCache:
         self._clock = clock
         self._managed = managed
         self._max = max_entries
-        self._views: OrderedDict[tuple[SessionKey, ContextOptions, bytes], _ViewMemo] = (
-            OrderedDict()
+        self._views: BoundedLru[tuple[SessionKey, ContextOptions, bytes], _ViewMemo] = BoundedLru(
+            max_entries
         )
         self._seen: OrderedDict[tuple[SessionKey, str], Seen] = OrderedDict()
         #: the fixed parts of the agent's last call that used a cache (REUSE or CREATE)
@@ -208,16 +209,14 @@ class PromptCache:
             b"" if options.user_content is None else options.user_content.SerializeToString()
         )
         memo_key = (key, replace(options, user_content=None), user_content)
-        memo = self._views.pop(memo_key, None)
+        memo = self._views.pop(memo_key)
         if memo is None or memo.view() is not view:
             memo = _ViewMemo(weakref.ref(view), [], generation, CacheScan())
         if memo.generation != generation or memo.scan.scanned > len(events):
             memo.generation = generation
             memo.scan = CacheScan()
         memo.scan = scan_cache_events(events, options.agent_name, memo.scan)
-        self._views[memo_key] = memo
-        while len(self._views) > self._max:
-            self._views.popitem(last=False)
+        self._views.put(memo_key, memo)
         return memo
 
     async def fields(
