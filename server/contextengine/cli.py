@@ -10,9 +10,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from contextengine.version import __version__
 from contextengine.server import DEFAULT_DB, DEFAULT_LISTEN, ServerSettings, serve
 from contextengine.store.sqlite import DatabaseLockedError
+from contextengine.version import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
