@@ -31,13 +31,10 @@ def test_get_marks_an_entry_recently_used() -> None:
 
 def test_put_again_replaces_and_refreshes() -> None:
     lru: BoundedLru[str, int] = BoundedLru(2)
-    lru.put("a", 1)
-    lru.put("b", 2)
-    lru.put("a", 10)
-    lru.put("c", 3)
-    assert lru.get("a") == 10
+    for key, value in [("a", 1), ("b", 2), ("a", 10), ("c", 3)]:
+        lru.put(key, value)
+    assert (lru.get("a"), lru.get("c"), len(lru)) == (10, 3, 2)
     assert "b" not in lru
-    assert len(lru) == 2
 
 
 def test_pop_and_missing_keys() -> None:

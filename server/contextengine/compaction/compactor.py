@@ -51,7 +51,6 @@ __all__ = [
     "AFTER_INVOCATION",
     "CompactionPolicy",
     "Compactor",
-    "ContentsChars",
     "ContextCheck",
     "Outcome",
     "SessionStatus",
@@ -87,9 +86,7 @@ class Compactor:
         self._clock = clock
         self._new_id = new_id
         self._summarizers = SummarizerPool(resolver, summarizers)
-        self._sessions = Sessions(
-            clock=clock, backoff_seconds=backoff_seconds, max_backoff_seconds=max_backoff_seconds
-        )
+        self._sessions = Sessions(clock, backoff_seconds, max_backoff_seconds)
         self._runner = Runner(
             store,
             events,
@@ -101,7 +98,7 @@ class Compactor:
             policy=policy,
         )
         self._token_check = TokenCheck(resolver, self._sessions, self._runner)
-        self._scheduler = Scheduler(events, resolver, self._sessions, self._runner)
+        self._scheduler = Scheduler(self._sessions, self._runner)
 
     @property
     def policy(self) -> CompactionPolicy | None:
@@ -145,7 +142,10 @@ class Compactor:
     async def end_invocation(self, key: SessionKey) -> bool:
         """Schedules post-invocation compaction in the background; False when no compaction
         configuration is in effect or the session is backing off after failures."""
-        return await self._scheduler.end_invocation(key)
+        await self._events.log(key)  # NOT_FOUND for a missing session
+        if self._scheduler.closed or await self._resolver.compaction(key) is None:
+            return False
+        return self._scheduler.schedule(key)
 
     async def compact(self, key: SessionKey, trigger: str, view: View = _NO_VIEW) -> Outcome:
         """Runs ``trigger`` now (ignoring any failure backoff) and waits for the outcome."""

@@ -81,12 +81,12 @@ def make_plan(
             log,
             config,
             agent_name=view.agent_name,
-            branch=view.branch,
-            isolation_scope=view.isolation_scope,
-            other_agent_preamble=preamble,
-            ignore_trigger=ignore_trigger,
             memo=sizes,
+            branch=view.branch,
             reading=reading,
+            isolation_scope=view.isolation_scope,
+            ignore_trigger=ignore_trigger,
+            other_agent_preamble=preamble,
         )
     return plan_after_invocation(
         log, config, other_agent_preamble=preamble, ignore_trigger=ignore_trigger, memo=sizes

@@ -10,6 +10,7 @@ contexts are never affected.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
@@ -42,7 +43,7 @@ from contextengine.core.compaction import (
 from contextengine.runtime.event_cache import SessionEventCache, SessionLog
 from contextengine.runtime.resolver import ConfigResolver
 from contextengine.store import EventStore, SessionKey
-from contextengine.v1 import config_pb2, content_pb2, event_pb2
+from contextengine.v1 import config_pb2, content_pb2
 
 __all__ = ["Runner"]
 
@@ -66,10 +67,11 @@ class Runner:
         new_id: Callable[[], str],
         policy: CompactionPolicy | None,
     ) -> None:
-        self._store = store
         self._events = events
         self._resolver = resolver
         self._summarizers = summarizers
+        #: the guarded append of a summary event (``guarded_append.append_summary``)
+        self._append = functools.partial(append_summary, store, events, new_id=new_id)
         self._sessions = sessions
         self._clock = clock
         self._new_id = new_id
@@ -83,17 +85,12 @@ class Runner:
         return log
 
     async def review(
-        self,
-        key: SessionKey,
-        trigger: str,
-        view: View,
-        log: list[event_pb2.Event],
-        plan: CompactionPlan | None,
+        self, key: SessionKey, view: View, log: SessionLog, plan: CompactionPlan | None
     ) -> CompactionPlan | None:
         """The plan the policy runs instead of ``plan`` (None: defer, or nothing planned)."""
         if plan is None or self.policy is None:
             return plan
-        return await self.policy.review(key, trigger, view, log, plan)
+        return await self.policy.review(key, view, log.events, plan)
 
     async def run(
         self,
@@ -129,7 +126,7 @@ class Runner:
         token = make_plan(log.events, config, TOKEN_THRESHOLD, View(), preamble, state.sizes)
         token_skipped = token.skipped
         if token.plan is not None:
-            plan = await self.review(key, TOKEN_THRESHOLD, View(), log.events, token.plan)
+            plan = await self.review(key, View(), log, token.plan)
             if plan is None:
                 token_skipped = DEFERRED
             else:
@@ -143,7 +140,7 @@ class Runner:
             return Outcome(
                 None, token_skipped if sliding.skipped == NOT_CONFIGURED else sliding.skipped
             )
-        plan = await self.review(key, SLIDING_WINDOW, View(), log.events, sliding.plan)
+        plan = await self.review(key, View(), log, sliding.plan)
         if plan is None:
             return Outcome(None, DEFERRED)
         return await self.summarize_and_append(key, state, plan, log.create_time)
@@ -187,15 +184,7 @@ class Runner:
             timestamp=self._clock(),
             usage_metadata=summary.usage_metadata,
         )
-        appended = await append_summary(
-            self._store,
-            self._events,
-            key,
-            event,
-            plan.based_on_sequence,
-            created=created,
-            new_id=self._new_id,
-        )
+        appended = await self._append(key, event, plan.based_on_sequence, created=created)
         if appended is None:
             _LOG.info(
                 "compaction of %s discarded: the log moved (rewind, summary, new session)", key

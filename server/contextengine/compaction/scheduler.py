@@ -1,5 +1,5 @@
-"""ADK's post-invocation compaction, in the background: ``end_invocation`` schedules the pass
-as a task of the session and returns at once. A trigger that arrives while the session's pass
+"""ADK's post-invocation compaction, in the background: :meth:`Scheduler.schedule` starts the
+pass as a task of the session and returns at once (``Compactor.end_invocation``). A trigger that arrives while the session's pass
 runs is remembered and runs once after it (single flight, no pile-up); a trigger that finds the
 session backing off after failures, or that waited for the lock while a pass failed, does not
 summarise.
@@ -13,8 +13,6 @@ import logging
 from contextengine.compaction.runner import Runner
 from contextengine.compaction.sessions import Sessions, SessionState
 from contextengine.core.errors import ContextEngineError
-from contextengine.runtime.event_cache import SessionEventCache
-from contextengine.runtime.resolver import ConfigResolver
 from contextengine.store import SessionKey
 
 __all__ = ["Scheduler"]
@@ -23,25 +21,15 @@ _LOG = logging.getLogger("contextengine.compaction")
 
 
 class Scheduler:
-    def __init__(
-        self,
-        events: SessionEventCache,
-        resolver: ConfigResolver,
-        sessions: Sessions,
-        runner: Runner,
-    ) -> None:
-        self._events = events
-        self._resolver = resolver
+    def __init__(self, sessions: Sessions, runner: Runner) -> None:
         self._sessions = sessions
         self._runner = runner
-        self._closed = False
+        #: closed: nothing is scheduled any more
+        self.closed = False
 
-    async def end_invocation(self, key: SessionKey) -> bool:
-        """Schedules the post-invocation pass; False when no compaction configuration is in
-        effect, the session is backing off after failures, or the scheduler is closed."""
-        await self._events.log(key)  # NOT_FOUND for a missing session
-        if self._closed or await self._resolver.compaction(key) is None:
-            return False
+    def schedule(self, key: SessionKey) -> bool:
+        """Schedules the post-invocation pass of a session that has a compaction configuration;
+        False when the session is backing off after failures."""
         with self._sessions.using(key) as state:
             if self._sessions.backing_off(state):
                 return False
@@ -70,7 +58,7 @@ class Scheduler:
                     _LOG.warning("background compaction of %s failed: %s", key, error)
             except Exception:
                 _LOG.exception("background compaction of %s failed", key)
-            if not state.rerun or self._closed:
+            if not state.rerun or self.closed:
                 return
 
     async def idle(self, key: SessionKey) -> None:
@@ -82,7 +70,7 @@ class Scheduler:
     async def close(self) -> None:
         """Stops scheduling, cancels the running passes and waits for them to end (nothing
         half-done is ever appended)."""
-        self._closed = True
+        self.closed = True
         tasks = self._sessions.running_tasks()
         for task in tasks:
             task.cancel()

@@ -62,16 +62,12 @@ class SessionState:
 class Sessions:
     """The sessions' compaction state, their locks and their failure backoff."""
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float],
-        backoff_seconds: float,
-        max_backoff_seconds: float,
-    ) -> None:
+    def __init__(self, clock: Callable[[], float], backoff: float, max_backoff: float) -> None:
+        """``backoff``: the delay after a first failure, doubled per consecutive failure up to
+        ``max_backoff`` (seconds)."""
         self._clock = clock
-        self._backoff = backoff_seconds
-        self._max_backoff = max_backoff_seconds
+        self._backoff = backoff
+        self._max_backoff = max_backoff
         self._states: dict[SessionKey, SessionState] = {}
         self._locks: KeyedLocks[SessionKey] = KeyedLocks()
 

@@ -9,9 +9,9 @@ from contextengine.compaction.summarizers.summarizer import Summarizer
 from contextengine.compaction.types import SummarizerFactory
 from contextengine.runtime.resolver import ConfigResolver
 
-__all__ = ["SummarizerPool"]
-
 _LOG = logging.getLogger("contextengine.compaction")
+
+__all__ = ["SummarizerPool"]
 
 
 class SummarizerPool:

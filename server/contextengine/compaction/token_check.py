@@ -76,9 +76,7 @@ class TokenCheck:
                     # The log may have moved while this call waited: read again, the cheap way.
                     reading=lambda: self.reading(key, view, latest, preamble, contents_chars),
                 )
-                plan = await self._runner.review(
-                    key, TOKEN_THRESHOLD, view, log.events, result.plan
-                )
+                plan = await self._runner.review(key, view, log, result.plan)
                 if plan is None:
                     return ContextCheck()
                 outcome = await self._runner.summarize_and_append(key, state, plan, log.create_time)

@@ -103,12 +103,7 @@ class CompactionPolicy(Protocol):
         ...
 
     async def review(
-        self,
-        key: SessionKey,
-        trigger: str,
-        view: View,
-        log: list[event_pb2.Event],
-        plan: CompactionPlan,
+        self, key: SessionKey, view: View, log: list[event_pb2.Event], plan: CompactionPlan
     ) -> CompactionPlan | None:
-        """The plan to run instead of ``plan`` (None: defer)."""
+        """The plan to run instead of ``plan`` (None: defer); ``plan.trigger`` made it."""
         ...

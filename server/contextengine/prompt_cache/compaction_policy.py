@@ -39,10 +39,10 @@ from contextengine.core.compaction import TOKEN_THRESHOLD, CompactionPlan
 from contextengine.core.context import (
     ContextOptions,
     build_contents,
+    latest_non_subsumed_compaction,
 )
-from contextengine.core.context._compaction_view import latest_non_subsumed_compaction
-from contextengine.core.prompt_cache import Fingerprints
-from contextengine.core.prompt_cache._compaction import (
+from contextengine.core.prompt_cache import (
+    Fingerprints,
     cached_prefix,
     consolidated_plan,
     contents_chars,
@@ -138,12 +138,7 @@ class CacheAwarePolicy:
         return consolidated_plan(log, config, plan.isolation_scope) or plan
 
     async def review(
-        self,
-        key: SessionKey,
-        trigger: str,
-        view: View,
-        log: list[event_pb2.Event],
-        plan: CompactionPlan,
+        self, key: SessionKey, view: View, log: list[event_pb2.Event], plan: CompactionPlan
     ) -> CompactionPlan | None:
         app = await self._app(key)
         if app is None:
@@ -161,7 +156,7 @@ class CacheAwarePolicy:
         warm = not at_limit and is_warm(prefix, settings, self._clock(), invocation)
         if (
             warm
-            and trigger == TOKEN_THRESHOLD
+            and plan.trigger == TOKEN_THRESHOLD
             and seen is not None
             and self._prompt_cache.cache_in_use(key, prefix.owner) == seen.prefix
         ):
