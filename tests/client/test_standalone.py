@@ -137,6 +137,13 @@ async def test_the_client_wheel_installs_and_works_without_the_server(tmp_path: 
         "protobuf",
     ]
     assert all(r.specifier and all(s.operator != "==" for s in r.specifier) for r in requirements)
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        meta = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "Requires-Python: >=3.10" in meta.splitlines()
+    # The namespace package stays one: neither distribution ships contextengine/__init__.py.
+    assert "contextengine/__init__.py" not in names
+    assert {n.split("/")[1] for n in names if n.startswith("contextengine/")} == {"client", "v1"}
 
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv)
