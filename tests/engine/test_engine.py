@@ -246,6 +246,8 @@ async def test_close_is_idempotent_and_ends_open_streams() -> None:
         await asyncio.wait_for(anext(stream), 5)
     assert ended.value.reason == "SHUTTING_DOWN"
     await engine.close()  # again: nothing happens
+    with pytest.raises(RuntimeError):
+        await engine.open()  # a closed engine stays closed
 
 
 async def test_an_engine_that_cannot_open_closes_what_it_opened(tmp_path: Path) -> None:

@@ -80,13 +80,17 @@ class Engine:
             prompt_cache=prompt_cache,
         )
         self._compaction = CompactionOps(compactor=compactor, events=events, memory=memory)
+        self._opened = False
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def open(self) -> None:
         """Opens the components in order (``open_engine`` calls it). On failure, :meth:`close`
-        releases what was opened (each close is safe on a component never opened)."""
+        releases what was opened (each close is safe on a component never opened). Once only."""
+        if self._opened or self._closed:
+            raise RuntimeError("an engine is opened once")
+        self._opened = True
         await self._store.open()
         self._session_configs.start()
         self._broadcaster.start()
