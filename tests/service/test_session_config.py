@@ -202,7 +202,7 @@ async def test_the_cache_aware_policy_takes_the_session_threshold_as_its_limit()
     await apps.put(app)
     configs = SessionConfigs(store)
     configs.start()
-    policy = CacheAwarePolicy(ConfigResolver(apps, configs), PromptCache(apps))
+    policy = CacheAwarePolicy(ConfigResolver(apps, configs), PromptCache())
     answer = text_event("An answer.", author="agent", invocation_id="i1")
     answer.usage_metadata.prompt_token_count = 500
     log: list[event_pb2.Event] = [answer]

@@ -27,7 +27,7 @@ from contextengine.core.validate import (
 from contextengine.engine._memory import preload_proto
 from contextengine.memory.service import MemoryService
 from contextengine.prompt_cache.request import PromptCacheInputs
-from contextengine.prompt_cache.service import PromptCache, PromptCacheFields
+from contextengine.prompt_cache.service import Prepared, PromptCache, PromptCacheFields
 from contextengine.runtime.event_cache import SessionEventCache, SessionLog
 from contextengine.runtime.lru import BoundedLru
 from contextengine.runtime.resolver import ConfigResolver
@@ -206,7 +206,7 @@ class ContextBuilder:
         check_session_address(request.app_name, request.user_id, request.session_id)
         key = SessionKey(request.app_name, request.user_id, request.session_id)
         options = await self._options(request)
-        caching = await self._prompt_cache.prepare(PromptCacheInputs.of(request), options)
+        caching = await self._prepare_caching(request, options)
         compaction_sequence = 0
         log: SessionLog | None = None
         if not request.skip_compaction:
@@ -247,6 +247,17 @@ class ContextBuilder:
         # Fields may come in any order: the cached encoded contents, then the rest (one copy).
         encoded = b"".join((memoryview(view.body)[:body_size], tail.SerializeToString()))
         return ContextResult(encoded, tail, content_count)
+
+    async def _prepare_caching(
+        self, request: pb.BuildContextRequest, options: ContextOptions
+    ) -> Prepared | None:
+        """The validated prompt-cache inputs, for an app with prompt caching (else None)."""
+        app = await self._resolver.app(request.app_name)
+        if app is None or not app.HasField("context_cache_config"):
+            return None
+        return self._prompt_cache.prepare(
+            app.context_cache_config, PromptCacheInputs.of(request), options
+        )
 
     def _contents_chars(self, key: SessionKey, log: SessionLog, options: ContextOptions) -> int:
         """The characters of the contents ``options`` give over ``log``, from the cached view

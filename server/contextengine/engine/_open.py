@@ -54,11 +54,11 @@ def _default_summarizers(settings: EngineSettings) -> SummarizerFactory:
     return lambda config: summarizer_from_config(config, gemini)
 
 
-def _prompt_cache(settings: EngineSettings, configs: AppConfigs, clock: Clock) -> PromptCache:
+def _prompt_cache(settings: EngineSettings, clock: Clock) -> PromptCache:
     from contextengine.prompt_cache.gemini_caches import GeminiCaches, ManagedCaches
 
     caches = GeminiCaches(_gemini(settings), timeout_seconds=settings.gemini_cache_timeout_seconds)
-    return PromptCache(configs, clock=clock, managed=ManagedCaches(caches, clock=clock))
+    return PromptCache(clock=clock, managed=ManagedCaches(caches, clock=clock))
 
 
 def build_engine(
@@ -76,7 +76,7 @@ def build_engine(
     session_configs = SessionConfigs(store)
     resolver = ConfigResolver(app_configs, session_configs)
     broadcaster = Broadcaster(store, settings.pacer())
-    prompt_cache = _prompt_cache(settings, app_configs, clock)
+    prompt_cache = _prompt_cache(settings, clock)
     compactor = Compactor(
         store,
         events,

@@ -64,13 +64,14 @@ class PromptCacheInputs:
     @classmethod
     def of(cls, request: context_service_pb2.BuildContextRequest) -> PromptCacheInputs:
         """The inputs of ``request``."""
+        model = request.model
         return cls(
             key=SessionKey(request.app_name, request.user_id, request.session_id),
             agent_name=request.agent_name,
             invocation_id=request.invocation_id,
-            model=request.model.model,
-            provider=request.model.provider,
-            use_interactions_api=request.model.use_interactions_api,
+            model=model.model,
+            provider=model.provider,
+            use_interactions_api=model.use_interactions_api,
             system_instruction=(
                 request.system_instruction if request.HasField("system_instruction") else None
             ),

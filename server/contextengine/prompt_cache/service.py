@@ -1,8 +1,8 @@
 """BuildContext's prompt-cache fields: cacheable prefix, fingerprint and ADK's cache decision.
 
-Used only for apps with a ``context_cache_config``. :meth:`PromptCache.prepare` validates the
-request's system instruction, tools and tool config first (INVALID_MODEL_INPUT), before anything
-else happens; :meth:`PromptCache.fields` computes the fields once the contents are built
+Used only for apps with a ``context_cache_config`` (the caller resolves it and passes it).
+:meth:`PromptCache.prepare` validates the request's system instruction, tools and tool config
+first (INVALID_MODEL_INPUT), before anything else happens; :meth:`PromptCache.fields` computes the fields once the contents are built
 (a :class:`PromptCacheFields`, which the caller copies into its response), and (managed apps,
 Gemini models) creates and deletes caches through google-genai.
 
@@ -43,7 +43,6 @@ from contextengine.prompt_cache.request import (
     PromptCacheInputs,
     read_model_request_parts,
 )
-from contextengine.runtime.app_configs import AppConfigs
 from contextengine.runtime.lru import BoundedLru
 from contextengine.store import SessionKey
 from contextengine.v1 import (
@@ -148,15 +147,16 @@ def decision_proto(decision: Decision, *, managed: bool, ttl_seconds: int) -> pb
 
 
 class PromptCache:
+    """The prompt-cache fields of apps that configure prompt caching (which apps do is the
+    caller's to resolve: it passes their ``context_cache_config``)."""
+
     def __init__(
         self,
-        configs: AppConfigs,
         *,
         clock: Callable[[], float] = time.time,
         managed: ManagedCaches | None = None,
         max_entries: int = 512,
     ) -> None:
-        self._configs = configs
         self._clock = clock
         self._managed = managed
         self._max = max_entries
@@ -171,13 +171,15 @@ class PromptCache:
         if self._managed is not None:
             await self._managed.aclose()
 
-    async def prepare(self, inputs: PromptCacheInputs, options: ContextOptions) -> Prepared | None:
-        """None when the app has no prompt caching; raises INVALID_ARGUMENT (invocation id) or
-        INVALID_MODEL_INPUT (system instruction, tools, tool config) for bad inputs. Records
-        the call as the agent's latest (:meth:`seen`)."""
-        app = await self._configs.get(inputs.key.app_name)
-        if app is None or not app.HasField("context_cache_config"):
-            return None
+    def prepare(
+        self,
+        config: config_pb2.ContextCacheConfig,
+        inputs: PromptCacheInputs,
+        options: ContextOptions,
+    ) -> Prepared:
+        """Validates a request of an app with prompt caching (``config``): raises
+        INVALID_ARGUMENT (invocation id) or INVALID_MODEL_INPUT (system instruction, tools, tool
+        config). Records the call as the agent's latest (:meth:`seen`)."""
         check_id(inputs.invocation_id, "invocation_id", required=False)
         parts = read_model_request_parts(
             inputs.model, inputs.system_instruction, inputs.tools, inputs.tool_config
@@ -187,7 +189,7 @@ class PromptCache:
         self._seen[seen_key] = Seen(parts.prefix, inputs.invocation_id, options)
         while len(self._seen) > self._max:
             self._seen.popitem(last=False)
-        return Prepared(app.context_cache_config, parts, inputs, options)
+        return Prepared(config, parts, inputs, options)
 
     def seen(self, key: SessionKey, agent_name: str) -> Seen | None:
         """The agent's latest BuildContext request in this session (None: none seen)."""
