@@ -11,7 +11,7 @@ the contents are never re-encoded), with typed accessors for the fields beside t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from contextengine.compaction.compactor import Compactor, View as CompactionView
 from contextengine.core.context import ContextOptions, IncludeContents, Item
@@ -63,8 +63,8 @@ class ContextResult:
     """What BuildContext answers. The bytes are built once and never change; the typed
     accessors read (copies of) the fields beside the contents, without decoding the contents."""
 
-    _encoded: bytes
-    _tail: pb.BuildContextResponse
+    _encoded: bytes = field(repr=False)
+    _tail: pb.BuildContextResponse = field(repr=False)
     #: how many contents the response holds
     contents_count: int
 
@@ -223,7 +223,7 @@ class ContextBuilder:
         # ``log.events`` is the cache's own list, which other calls may have extended since it
         # was read: the view covers all of it as it is now.
         events = log.events
-        view = self.view(key, options, events, log.generation, log.items)
+        view = self._view(key, options, events, log.generation, log.items)
         # A later call with the same options extends this view in place, maybe while this one
         # awaits the memory search or the cache service below: answer with what it holds now
         # (contents and body only ever grow at their end).
@@ -262,9 +262,9 @@ class ContextBuilder:
     def _contents_chars(self, key: SessionKey, log: SessionLog, options: ContextOptions) -> int:
         """The characters of the contents ``options`` give over ``log``, from the cached view
         (extended, not rebuilt; the same view the build then uses when the options match)."""
-        return self.view(key, options, log.events, log.generation, log.items).total_chars
+        return self._view(key, options, log.events, log.generation, log.items).total_chars
 
-    def view(
+    def _view(
         self,
         key: SessionKey,
         options: ContextOptions,
