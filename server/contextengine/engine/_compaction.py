@@ -134,16 +134,12 @@ class CompactionOps:
     async def commit_compaction(
         self, request: pb.CommitCompactionRequest
     ) -> pb.CommitCompactionResponse:
+        """Appends the client's summary of the planned range, under the session's exclusive
+        compaction lock: the plan must still hold (no rewind or summary since
+        ``based_on_sequence``, and the append lands only if the log still ends where it was
+        read), else COMPACTION_PLAN_STALE."""
         key = _key(request)
-        if not request.HasField("summary") or not request.summary.parts:
-            raise invalid("MISSING_FIELD", "summary", "summary must have at least one part")
-        if request.based_on_sequence <= 0:
-            raise invalid(
-                "MISSING_FIELD", "based_on_sequence", "based_on_sequence is required (> 0)"
-            )
-        scope = request.isolation_scope if request.HasField("isolation_scope") else None
-        if scope is not None:
-            check_id(scope, "isolation_scope", required=False)
+        scope = _commit_scope(request)
         async with self._compactor.exclusive(key):
             log = await self._events.log(key)  # NOT_FOUND
             if request.based_on_sequence > log.last_sequence:
@@ -208,6 +204,18 @@ class CompactionOps:
             last_error=status.last_error,
             retry_after=status.retry_after,
         )
+
+
+def _commit_scope(request: pb.CommitCompactionRequest) -> str | None:
+    """Checks the commit's own fields (before anything is read); its isolation scope."""
+    if not request.HasField("summary") or not request.summary.parts:
+        raise invalid("MISSING_FIELD", "summary", "summary must have at least one part")
+    if request.based_on_sequence <= 0:
+        raise invalid("MISSING_FIELD", "based_on_sequence", "based_on_sequence is required (> 0)")
+    scope = request.isolation_scope if request.HasField("isolation_scope") else None
+    if scope is not None:
+        check_id(scope, "isolation_scope", required=False)
+    return scope
 
 
 def _stale(based_on: int, conflicting: int) -> ContextEngineError:
