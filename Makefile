@@ -82,6 +82,7 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff format --check server $(PY_CLIENT) tests bench scripts clients/conformance examples
 	$(BIN)/mypy
 	$(BIN)/mypy --python-version 3.10 -p contextengine.client
+	$(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py
 	$(BIN)/mypy clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py scripts/with_server.py
 	$(BIN)/mypy examples/python
 
