@@ -71,6 +71,16 @@ def _ids(*more: str) -> frozenset[str]:
     return frozenset({"app_name", "user_id", "session_id", *more})
 
 
+def _compaction_target(request: Any) -> dict[str, Any]:
+    """What ``compact`` and ``plan_compaction`` share: the trigger and which view to compact."""
+    return {
+        "trigger": request.trigger,
+        "agent_name": request.agent_name,
+        "branch": _opt(request, "branch"),
+        "isolation_scope": _opt(request, "isolation_scope"),
+    }
+
+
 RPCS: dict[str, Rpc] = {
     "SessionService/CreateSession": Rpc(
         _ids("state", "config"),
@@ -224,14 +234,7 @@ RPCS: dict[str, Rpc] = {
     "CompactionService/Compact": Rpc(
         _ids("trigger", "agent_name", "branch", "isolation_scope"),
         lambda c, r, t: c.compact(
-            r.app_name,
-            r.user_id,
-            r.session_id,
-            trigger=r.trigger,
-            agent_name=r.agent_name,
-            branch=_opt(r, "branch"),
-            isolation_scope=_opt(r, "isolation_scope"),
-            deadline_seconds=t,
+            r.app_name, r.user_id, r.session_id, **_compaction_target(r), deadline_seconds=t
         ),
     ),
     "CompactionService/PlanCompaction": Rpc(
@@ -240,10 +243,7 @@ RPCS: dict[str, Rpc] = {
             r.app_name,
             r.user_id,
             r.session_id,
-            trigger=r.trigger,
-            agent_name=r.agent_name,
-            branch=_opt(r, "branch"),
-            isolation_scope=_opt(r, "isolation_scope"),
+            **_compaction_target(r),
             ignore_trigger=r.ignore_trigger,
         ),
     ),
