@@ -77,7 +77,8 @@ LAYERS = (
     # prompt_cache.compaction_policy implements compaction's policy protocol
     Layer("prompt_cache", (f"{PACKAGE}.prompt_cache",), ("compaction", "runtime", "store", *CORE)),
     Layer("engine", (f"{PACKAGE}.engine",), _BELOW_ENGINE),
-    Layer("service", (f"{PACKAGE}.service",), ("engine", *_BELOW_ENGINE)),
+    # thin servicers: the engine, and core's errors (nothing of the engine's parts)
+    Layer("service", (f"{PACKAGE}.service",), ("engine", "core")),
     Layer("server", (), ("service", "engine", *_BELOW_ENGINE), modules=(f"{PACKAGE}.server",)),
     Layer(
         "cli",
@@ -410,6 +411,12 @@ PLANTED = [
         "prompt_cache",
     ),
     ("contextengine.engine.fake", "from contextengine.service import x\n", "layer", "service"),
+    (
+        "contextengine.service.fake",
+        "from contextengine.runtime.event_cache import SessionEventCache\n",
+        "layer",
+        "runtime",
+    ),
     ("contextengine.memory.fake", "from ..subscriptions import broadcaster\n", "layer", "subscr"),
     ("contextengine.runtime.fake", "import grpc\n", "grpc", "grpc"),
     (
