@@ -8,7 +8,6 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Literal
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -17,7 +16,6 @@ from grpc_reflection.v1alpha import reflection
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
 from contextengine.core.errors import ContextEngineError
 from contextengine.engine import DEFAULT_DB, MEMORY_DB, Engine, EngineSettings, open_engine
-from contextengine.memory import FtsMode
 from contextengine.memory.service import MemoryService
 from contextengine.prompt_cache.service import PromptCache
 from contextengine.runtime.session_configs import SessionConfigs
@@ -70,49 +68,21 @@ _STREAMS_END_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
-class ServerSettings:
-    """How the sidecar runs. Defaults are what ``contextengine serve`` uses without flags."""
+class ServerSettings(EngineSettings):
+    """How the sidecar runs: the engine's settings (:class:`EngineSettings`: the database,
+    subscriptions, compaction, memory, Gemini) and the transport's. Defaults are what
+    ``contextengine serve`` uses without flags."""
 
     #: ``host:port`` (port 0 picks a free port) or ``unix:/path/to.sock``
     listen: str = DEFAULT_LISTEN
-    #: SQLite file path, or ``:memory:`` for a non-persistent in-process store; one process per
-    #: file (``start`` fails with ``DatabaseLockedError`` while another holds ``<db>.lock``)
-    db: str = DEFAULT_DB
-    #: "normal": survives a crash of the process; "full": also survives power loss (slower)
-    durability: Literal["normal", "full"] = "normal"
     #: largest accepted request; larger ones fail with RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE
     #: (beyond twice it, with gRPC's own RESOURCE_EXHAUSTED and no ErrorInfo: see errors.proto)
     max_request_bytes: int = 4 * 1024 * 1024
     #: seconds in-flight RPCs get to finish on shutdown
     grace_seconds: float = 10.0
-    #: changes a subscriber may have waiting before it is ended with SUBSCRIBER_LAGGED
-    subscriber_buffer: int = 1024
-    #: bytes of events (encoded) a subscriber may have waiting before it is ended with
-    #: SUBSCRIBER_LAGGED: what one stalled subscriber can pin in the sidecar's memory
-    subscriber_buffer_bytes: int = 32 * 1024 * 1024
-    #: seconds between heartbeats of idle subscription streams, unless the request says otherwise
-    heartbeat_seconds: float = 15.0
-    #: Gemini endpoint for Gemini summarizers (None: google-genai's default, or the
-    #: GOOGLE_GEMINI_BASE_URL environment variable); the key comes from GEMINI_API_KEY or
-    #: GOOGLE_API_KEY
-    gemini_base_url: str | None = None
-    #: first backoff (seconds) after a failed summary; doubles per consecutive failure
-    compaction_backoff_seconds: float = 2.0
-    #: memory search with a SQLite store: "auto" uses FTS5 when SQLite has it, "on" requires
-    #: it, "off" searches without it (instr matching, ranked by matched terms)
-    memory_fts: FtsMode = "auto"
-    #: time limit (seconds) of one managed Gemini cache call (create or delete); the Gemini
-    #: endpoint and key are the summarizer's (``gemini_base_url``, GEMINI_API_KEY / GOOGLE_API_KEY)
-    gemini_cache_timeout_seconds: float = 10.0
-    #: when the event loop is busy, the longest a batched subscriber waits for its next live
-    #: message (seconds); lower: fresher deliveries, more messages, less loop time for the rest
-    subscription_max_hold_seconds: float = 0.05
-    #: the share of its time the event loop's thread may spend (running or waiting for a CPU)
-    #: before batched subscribers are paced, in (0, 1]; lower: pacing starts earlier
-    subscription_target_load: float = 0.75
 
     def engine(self) -> EngineSettings:
-        """The engine's part of these settings (ValueError for values no engine runs with)."""
+        """The engine's part of these settings."""
         return EngineSettings(**{f.name: getattr(self, f.name) for f in fields(EngineSettings)})
 
 
