@@ -208,6 +208,9 @@ class Engine:
     async def rewind_session(self, request: spb.RewindSessionRequest) -> spb.RewindSessionResponse:
         return await self._sessions.rewind_session(request)
 
+    async def get_user_state(self, request: spb.GetUserStateRequest) -> spb.GetUserStateResponse:
+        return await self._sessions.get_user_state(request)
+
     async def get_app_config(self, request: spb.GetAppConfigRequest) -> spb.GetAppConfigResponse:
         return await self._sessions.get_app_config(request)
 

@@ -6,6 +6,7 @@ raised as ContextEngineError (the servicer maps them to statuses).
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -44,6 +45,24 @@ SessionConfigResponse = TypeVar(
 
 #: reads-and-appends a rewind tries before it gives up with SEQUENCE_MISMATCH
 REWIND_ATTEMPTS = 5
+
+#: the orders ListSessions knows
+_ORDERS = frozenset(pb.SessionOrder.values())
+#: the page token kind of ListSessions in SESSION_ORDER_LAST_UPDATE_ASC
+_BY_UPDATE = "sessions_by_update"
+
+
+def _time_cursor(text: str) -> float:
+    """The ``last_update_time`` of a by-update cursor; INVALID_PAGE_TOKEN if it is not one."""
+    try:
+        value = float.fromhex(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise invalid(
+            "INVALID_PAGE_TOKEN", "page_token", "page_token is not a cursor of this listing"
+        )
+    return value
 
 
 class _Addressed(Protocol):
@@ -151,6 +170,12 @@ class SessionOps:
         check_id(request.app_name, "app_name")
         check_id(request.user_id, "user_id", required=False)
         limit = check_page_size(request.page_size)
+        if request.order not in _ORDERS:
+            raise invalid(
+                "INVALID_ARGUMENT", "order", f"order {request.order} is not a known SessionOrder"
+            )
+        if request.order == pb.SESSION_ORDER_LAST_UPDATE_ASC:
+            return await self._list_sessions_by_update(request, limit)
         scope = [request.app_name, request.user_id]
         after: tuple[str, str] | None = None
         tokens = await self._page_tokens()
@@ -170,6 +195,40 @@ class SessionOps:
                 "sessions", scope, [last.user_id, last.session_id]
             )
         return response
+
+    async def _list_sessions_by_update(
+        self, request: pb.ListSessionsRequest, limit: int
+    ) -> pb.ListSessionsResponse:
+        """SESSION_ORDER_LAST_UPDATE_ASC. Its tokens are of another kind than the default
+        order's, so a token of one order presented with the other is INVALID_PAGE_TOKEN; the
+        cursor's time is ``float.hex`` (exact)."""
+        scope = [request.app_name, request.user_id]
+        after: tuple[float, str, str] | None = None
+        tokens = await self._page_tokens()
+        if request.page_token:
+            stamp, user_id, session_id = page_tokens.str_cursor(
+                tokens.decode(request.page_token, _BY_UPDATE, scope), 3
+            )
+            after = (_time_cursor(stamp), user_id, session_id)
+        rows = await self._store.list_sessions_by_update(
+            request.app_name, request.user_id or None, limit + 1, after
+        )
+        response = pb.ListSessionsResponse()
+        response.sessions.extend(session_to_proto(s) for s in rows[:limit])
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            response.next_page_token = tokens.encode(
+                _BY_UPDATE,
+                scope,
+                [last.last_update_time.hex(), last.key.user_id, last.key.session_id],
+            )
+        return response
+
+    async def get_user_state(self, request: pb.GetUserStateRequest) -> pb.GetUserStateResponse:
+        check_id(request.app_name, "app_name")
+        check_id(request.user_id, "user_id")
+        state = await self._store.get_user_state(request.app_name, request.user_id)
+        return pb.GetUserStateResponse(state=dict_to_struct(state))
 
     async def delete_session(self, request: pb.DeleteSessionRequest) -> pb.DeleteSessionResponse:
         key = session_key(request)

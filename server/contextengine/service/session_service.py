@@ -52,6 +52,11 @@ class SessionServicer:
     ) -> pb.RewindSessionResponse:
         return await self._engine.rewind_session(request)
 
+    async def GetUserState(
+        self, request: pb.GetUserStateRequest, context: object
+    ) -> pb.GetUserStateResponse:
+        return await self._engine.get_user_state(request)
+
     async def GetAppConfig(
         self, request: pb.GetAppConfigRequest, context: object
     ) -> pb.GetAppConfigResponse:

@@ -174,6 +174,21 @@ class EventStore(Protocol):
         """Sessions ordered by (user_id, session_id), strictly after ``after`` = (user_id,
         session_id), at most ``limit``, with merged state and no events."""
 
+    async def list_sessions_by_update(
+        self,
+        app_name: str,
+        user_id: str | None,
+        limit: int,
+        after: tuple[float, str, str] | None,
+    ) -> list[StoredSession]:
+        """Sessions ordered by (last_update_time, user_id, session_id) ascending (google-adk's
+        ``list_sessions`` order), strictly after ``after`` = (last_update_time, user_id,
+        session_id), at most ``limit``, with merged state and no events."""
+
+    async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state, keys without the ``user:`` prefix; empty when the user has none
+        (unknown users included)."""
+
     async def delete_session(self, key: SessionKey) -> bool:
         """Deletes the session and its events; False if it did not exist."""
 

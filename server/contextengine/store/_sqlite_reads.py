@@ -80,6 +80,50 @@ def list_sessions(
     return [_stored(app_name, row, app_state, []) for row in rows]
 
 
+def list_sessions_by_update(
+    db: sqlite3.Connection,
+    *,
+    app_name: str,
+    user_id: str | None,
+    limit: int,
+    after: tuple[float, str, str] | None,
+) -> list[StoredSession]:
+    if limit <= 0:
+        return []
+    clauses = ["s.app_name = ?"]
+    params: list[Any] = [app_name]
+    if user_id is not None:
+        # A range of sessions_by_user_update.
+        clauses.append("s.user_id = ?")
+        params.append(user_id)
+        if after is not None:
+            clauses.append("(s.update_time, s.session_id) > (?, ?)")
+            params.extend((after[0], after[2]))
+        order = "s.update_time, s.session_id"
+    else:
+        # A range of sessions_by_update.
+        if after is not None:
+            clauses.append("(s.update_time, s.user_id, s.session_id) > (?, ?, ?)")
+            params.extend(after)
+        order = "s.update_time, s.user_id, s.session_id"
+    params.append(limit)
+    with _snapshot(db):
+        rows = db.execute(
+            f"SELECT {_SESSION_COLUMNS} {_SESSION_FROM} WHERE {' AND '.join(clauses)}"
+            f" ORDER BY {order} LIMIT ?",
+            params,
+        ).fetchall()
+        app_state = _app_state(db, app_name) if rows else None
+    return [_stored(app_name, row, app_state, []) for row in rows]
+
+
+def get_user_state(db: sqlite3.Connection, *, app_name: str, user_id: str) -> dict[str, Any]:
+    found = db.execute(
+        "SELECT state FROM user_states WHERE app_name = ? AND user_id = ?", (app_name, user_id)
+    ).fetchone()
+    return {} if found is None else load_state(found[0])
+
+
 def list_events(
     db: sqlite3.Connection, *, key: SessionKey, after_sequence: int, limit: int
 ) -> tuple[list[event_pb2.Event], int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import heapq
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -139,6 +140,36 @@ class MemoryStore:
             and (after is None or (key.user_id, key.session_id) > after)
         )
         return [self._stored(key, self._sessions[key], []) for key in keys[: max(limit, 0)]]
+
+    async def list_sessions_by_update(
+        self,
+        app_name: str,
+        user_id: str | None,
+        limit: int,
+        after: tuple[float, str, str] | None,
+    ) -> list[StoredSession]:
+        self._check_open()
+        if limit <= 0:
+            return []
+        # One pass keeping the ``limit`` smallest: O(n log limit).
+        rows = heapq.nsmallest(
+            limit,
+            (
+                row
+                for key, session in self._sessions.items()
+                if key.app_name == app_name and (user_id is None or key.user_id == user_id)
+                for row in ((session.last_update_time, key.user_id, key.session_id),)
+                if after is None or row > after
+            ),
+        )
+        return [
+            self._stored(key, self._sessions[key], [])
+            for key in (SessionKey(app_name, user, session_id) for _, user, session_id in rows)
+        ]
+
+    async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        self._check_open()
+        return copy.deepcopy(self._user_states.get((app_name, user_id), {}))
 
     async def delete_session(self, key: SessionKey) -> bool:
         self._check_open()

@@ -232,6 +232,26 @@ class SqliteStore:
             )
         )
 
+    async def list_sessions_by_update(
+        self,
+        app_name: str,
+        user_id: str | None,
+        limit: int,
+        after: tuple[float, str, str] | None,
+    ) -> list[StoredSession]:
+        return await self._read(
+            partial(
+                reads.list_sessions_by_update,
+                app_name=app_name,
+                user_id=user_id,
+                limit=limit,
+                after=after,
+            )
+        )
+
+    async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self._read(partial(reads.get_user_state, app_name=app_name, user_id=user_id))
+
     async def delete_session(self, key: SessionKey) -> bool:
         return await self._write(partial(ops.delete_session, key=key))
 

@@ -192,13 +192,19 @@ class ContextEngineClient:
         return response.session
 
     async def list_sessions(
-        self, app_name: str, user_id: str = "", *, page_size: int = 0
+        self,
+        app_name: str,
+        user_id: str = "",
+        *,
+        page_size: int = 0,
+        order: pb.SessionOrder.ValueType = pb.SESSION_ORDER_UNSPECIFIED,
     ) -> AsyncIterator[session_pb2.Session]:
-        """All sessions of the app (or of one user), page by page."""
+        """All sessions of the app (or of one user), page by page, in ``order``: by (user_id,
+        session id) by default, ``SESSION_ORDER_LAST_UPDATE_ASC`` for google-adk's order."""
         token = ""
         while True:
             response = await self.list_sessions_page(
-                app_name, user_id, page_size=page_size, page_token=token
+                app_name, user_id, page_size=page_size, page_token=token, order=order
             )
             for session in response.sessions:
                 yield session
@@ -207,15 +213,34 @@ class ContextEngineClient:
                 return
 
     async def list_sessions_page(
-        self, app_name: str, user_id: str = "", *, page_size: int = 0, page_token: str = ""
+        self,
+        app_name: str,
+        user_id: str = "",
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        order: pb.SessionOrder.ValueType = pb.SESSION_ORDER_UNSPECIFIED,
     ) -> pb.ListSessionsResponse:
-        """One page of ``list_sessions`` (``next_page_token`` asks for the next one)."""
+        """One page of ``list_sessions`` (``next_page_token`` asks for the next one, with the
+        same ``order``)."""
         request = pb.ListSessionsRequest(
-            app_name=app_name, user_id=user_id, page_size=page_size, page_token=page_token
+            app_name=app_name,
+            user_id=user_id,
+            page_size=page_size,
+            page_token=page_token,
+            order=order,
         )
         return await self._call(
             lambda t: self._sessions.ListSessions(request, timeout=t), _RETRYABLE
         )
+
+    async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state, keys without the ``user:`` prefix (empty for a user without one)."""
+        request = pb.GetUserStateRequest(app_name=app_name, user_id=user_id)
+        response = await self._call(
+            lambda t: self._sessions.GetUserState(request, timeout=t), _RETRYABLE
+        )
+        return _plain(response.state)
 
     async def delete_session(
         self, app_name: str, user_id: str, session_id: str, *, allow_missing: bool = False
@@ -795,6 +820,30 @@ def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
     out = struct_pb2.Struct()
     out.update(data)
     return out
+
+
+def _plain(struct: struct_pb2.Struct) -> dict[str, Any]:
+    """``struct`` as JSON values, integral numbers as ``int`` (below 2**53), as the server's own
+    conversion does."""
+    return {key: _plain_value(value) for key, value in struct.fields.items()}
+
+
+def _plain_value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "number_value":
+        number = value.number_value
+        if number.is_integer() and abs(number) < 2**53:
+            return int(number)
+        return number
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return _plain(value.struct_value)
+    if kind == "list_value":
+        return [_plain_value(item) for item in value.list_value.values]
+    return None
 
 
 def _frame_cursor(frame: spb.SubscribeEventsResponse) -> str:

@@ -23,6 +23,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -33,6 +34,30 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _SessionOrder:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SessionOrderEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SessionOrder.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SESSION_ORDER_UNSPECIFIED: _SessionOrder.ValueType  # 0
+    """By (user_id, session id), ascending (UTF-8 byte order, which is code point order)."""
+    SESSION_ORDER_LAST_UPDATE_ASC: _SessionOrder.ValueType  # 1
+    """By (last_update_time, user_id, session id), ascending: the least recently updated session
+    first, the most recently active one last, as google-adk's `list_sessions`.
+    """
+
+class SessionOrder(_SessionOrder, metaclass=_SessionOrderEnumTypeWrapper):
+    """The order of ListSessions."""
+
+SESSION_ORDER_UNSPECIFIED: SessionOrder.ValueType  # 0
+"""By (user_id, session id), ascending (UTF-8 byte order, which is code point order)."""
+SESSION_ORDER_LAST_UPDATE_ASC: SessionOrder.ValueType  # 1
+"""By (last_update_time, user_id, session id), ascending: the least recently updated session
+first, the most recently active one last, as google-adk's `list_sessions`.
+"""
+Global___SessionOrder: _TypeAlias = SessionOrder  # noqa: Y015
 
 @_typing.final
 class CreateSessionRequest(_message.Message):
@@ -183,7 +208,11 @@ Global___GetSessionResponse: _TypeAlias = GetSessionResponse  # noqa: Y015
 
 @_typing.final
 class ListSessionsRequest(_message.Message):
-    """Request of ListSessions."""
+    """Request of ListSessions. Paging is by keyset: each page continues strictly after the last
+    session of the previous one in the requested order, so a listing never repeats or skips a
+    session that did not change meanwhile. With SESSION_ORDER_LAST_UPDATE_ASC a session updated
+    during a listing moves in the order: it may then be listed twice or not at all.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -191,6 +220,7 @@ class ListSessionsRequest(_message.Message):
     USER_ID_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    ORDER_FIELD_NUMBER: _builtins.int
     app_name: _builtins.str
     """The app. Required."""
     user_id: _builtins.str
@@ -200,7 +230,12 @@ class ListSessionsRequest(_message.Message):
     INVALID_ARGUMENT.
     """
     page_token: _builtins.str
-    """`next_page_token` of the previous page; empty for the first page."""
+    """`next_page_token` of the previous page; empty for the first page. A token is bound to the
+    request's app_name, user_id and order: presented with another one, INVALID_ARGUMENT /
+    INVALID_PAGE_TOKEN.
+    """
+    order: Global___SessionOrder.ValueType
+    """The order of the sessions. A value this server does not know: INVALID_ARGUMENT."""
     def __init__(
         self,
         *,
@@ -208,10 +243,11 @@ class ListSessionsRequest(_message.Message):
         user_id: _builtins.str = ...,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        order: Global___SessionOrder.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "page_size", b"page_size", "page_token", b"page_token", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "order", b"order", "page_size", b"page_size", "page_token", b"page_token", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -321,7 +357,9 @@ class AppendEventRequest(_message.Message):
     expected_last_sequence: _builtins.int
     """Optimistic concurrency: when set, the append succeeds only if the session's last sequence
     equals this value; otherwise ABORTED / SEQUENCE_MISMATCH. A replay of an already recorded
-    event (same id, same payload) succeeds regardless.
+    event (same id, same payload) succeeds regardless. This is the stale-session check: a writer
+    passes the `last_sequence` of the session it read (or of its previous append), and the ADK
+    drop-ins map SEQUENCE_MISMATCH to google-adk's StaleSessionError.
     """
     @_builtins.property
     def event(self) -> _event_pb2.Event:
@@ -595,6 +633,56 @@ class RewindSessionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RewindSessionResponse: _TypeAlias = RewindSessionResponse  # noqa: Y015
+
+@_typing.final
+class GetUserStateRequest(_message.Message):
+    """Request of GetUserState."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APP_NAME_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    app_name: _builtins.str
+    """The app. Required."""
+    user_id: _builtins.str
+    """The user. Required."""
+    def __init__(
+        self,
+        *,
+        app_name: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["app_name", b"app_name", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetUserStateRequest: _TypeAlias = GetUserStateRequest  # noqa: Y015
+
+@_typing.final
+class GetUserStateResponse(_message.Message):
+    """Response of GetUserState."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def state(self) -> _struct_pb2.Struct:
+        """The user's state: keys without the `user:` prefix (empty for a user without one)."""
+
+    def __init__(
+        self,
+        *,
+        state: _struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["state", b"state"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetUserStateResponse: _TypeAlias = GetUserStateResponse  # noqa: Y015
 
 @_typing.final
 class GetAppConfigRequest(_message.Message):

@@ -75,6 +75,11 @@ class SessionServiceStub:
                 request_serializer=contextengine_dot_v1_dot_session__service__pb2.RewindSessionRequest.SerializeToString,
                 response_deserializer=contextengine_dot_v1_dot_session__service__pb2.RewindSessionResponse.FromString,
                 _registered_method=True)
+        self.GetUserState = channel.unary_unary(
+                '/contextengine.v1.SessionService/GetUserState',
+                request_serializer=contextengine_dot_v1_dot_session__service__pb2.GetUserStateRequest.SerializeToString,
+                response_deserializer=contextengine_dot_v1_dot_session__service__pb2.GetUserStateResponse.FromString,
+                _registered_method=True)
         self.GetAppConfig = channel.unary_unary(
                 '/contextengine.v1.SessionService/GetAppConfig',
                 request_serializer=contextengine_dot_v1_dot_session__service__pb2.GetAppConfigRequest.SerializeToString,
@@ -119,8 +124,9 @@ class SessionServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListSessions(self, request, context):
-        """Lists the sessions of an app (optionally of one user), without events, ordered by
-        (user_id, session id), in pages.
+        """Lists the sessions of an app (optionally of one user), without events, in pages, ordered by
+        (user_id, session id) or, on request, by (last_update_time, user_id, session id) oldest first
+        (google-adk's `list_sessions` order; see SessionOrder).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -136,7 +142,9 @@ class SessionServiceServicer:
 
     def AppendEvent(self, request, context):
         """Appends one event: assigns the next sequence, applies the state delta to its scopes in the
-        same transaction, and returns the recorded event once it is durable.
+        same transaction, and returns the recorded event once it is durable. Stale writers are
+        detected with `expected_last_sequence` (ABORTED / SEQUENCE_MISMATCH), which the ADK drop-ins
+        map to google-adk's stale-session error.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -164,6 +172,17 @@ class SessionServiceServicer:
         set to null). Contexts and summaries then ignore every event from that first event through the
         rewind event; nothing is deleted. NOT_FOUND / INVOCATION_NOT_FOUND if no event of the session
         has that invocation id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetUserState(self, request, context):
+        """Returns a user's state (the `user:` scope shared by all sessions of that user in that app),
+        with the keys WITHOUT the `user:` prefix, as google-adk's `get_user_state`. A user with no
+        user-scoped state (unknown, or whose sessions never set a `user:` key) has an empty state,
+        not NOT_FOUND, as google-adk's SQLite and in-memory session services; deleting sessions
+        leaves it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -242,6 +261,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.RewindSession,
                     request_deserializer=contextengine_dot_v1_dot_session__service__pb2.RewindSessionRequest.FromString,
                     response_serializer=contextengine_dot_v1_dot_session__service__pb2.RewindSessionResponse.SerializeToString,
+            ),
+            'GetUserState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUserState,
+                    request_deserializer=contextengine_dot_v1_dot_session__service__pb2.GetUserStateRequest.FromString,
+                    response_serializer=contextengine_dot_v1_dot_session__service__pb2.GetUserStateResponse.SerializeToString,
             ),
             'GetAppConfig': grpc.unary_unary_rpc_method_handler(
                     servicer.GetAppConfig,
@@ -481,6 +505,33 @@ class SessionService:
             '/contextengine.v1.SessionService/RewindSession',
             contextengine_dot_v1_dot_session__service__pb2.RewindSessionRequest.SerializeToString,
             contextengine_dot_v1_dot_session__service__pb2.RewindSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUserState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextengine.v1.SessionService/GetUserState',
+            contextengine_dot_v1_dot_session__service__pb2.GetUserStateRequest.SerializeToString,
+            contextengine_dot_v1_dot_session__service__pb2.GetUserStateResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -55,8 +55,9 @@ class SessionServiceStub:
     does not exist.
     """
     ListSessions: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.ListSessionsRequest, _session_service_pb2.ListSessionsResponse]
-    """Lists the sessions of an app (optionally of one user), without events, ordered by
-    (user_id, session id), in pages.
+    """Lists the sessions of an app (optionally of one user), without events, in pages, ordered by
+    (user_id, session id) or, on request, by (last_update_time, user_id, session id) oldest first
+    (google-adk's `list_sessions` order; see SessionOrder).
     """
     DeleteSession: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.DeleteSessionRequest, _session_service_pb2.DeleteSessionResponse]
     """Deletes a session and all of its events. App and user state stay. NOT_FOUND if it does not
@@ -64,7 +65,9 @@ class SessionServiceStub:
     """
     AppendEvent: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.AppendEventRequest, _session_service_pb2.AppendEventResponse]
     """Appends one event: assigns the next sequence, applies the state delta to its scopes in the
-    same transaction, and returns the recorded event once it is durable.
+    same transaction, and returns the recorded event once it is durable. Stale writers are
+    detected with `expected_last_sequence` (ABORTED / SEQUENCE_MISMATCH), which the ADK drop-ins
+    map to google-adk's stale-session error.
     """
     AppendEvents: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.AppendEventsRequest, _session_service_pb2.AppendEventsResponse]
     """Appends several events atomically: either all are recorded, with consecutive sequences, or
@@ -79,6 +82,13 @@ class SessionServiceStub:
     set to null). Contexts and summaries then ignore every event from that first event through the
     rewind event; nothing is deleted. NOT_FOUND / INVOCATION_NOT_FOUND if no event of the session
     has that invocation id.
+    """
+    GetUserState: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetUserStateRequest, _session_service_pb2.GetUserStateResponse]
+    """Returns a user's state (the `user:` scope shared by all sessions of that user in that app),
+    with the keys WITHOUT the `user:` prefix, as google-adk's `get_user_state`. A user with no
+    user-scoped state (unknown, or whose sessions never set a `user:` key) has an empty state,
+    not NOT_FOUND, as google-adk's SQLite and in-memory session services; deleting sessions
+    leaves it.
     """
     GetAppConfig: _grpc.UnaryUnaryMultiCallable[_session_service_pb2.GetAppConfigRequest, _session_service_pb2.GetAppConfigResponse]
     """Returns an app's configuration (an empty configuration if none was set)."""
@@ -109,8 +119,9 @@ class SessionServiceAsyncStub(SessionServiceStub):
     does not exist.
     """
     ListSessions: _aio.UnaryUnaryMultiCallable[_session_service_pb2.ListSessionsRequest, _session_service_pb2.ListSessionsResponse]  # type: ignore[assignment]
-    """Lists the sessions of an app (optionally of one user), without events, ordered by
-    (user_id, session id), in pages.
+    """Lists the sessions of an app (optionally of one user), without events, in pages, ordered by
+    (user_id, session id) or, on request, by (last_update_time, user_id, session id) oldest first
+    (google-adk's `list_sessions` order; see SessionOrder).
     """
     DeleteSession: _aio.UnaryUnaryMultiCallable[_session_service_pb2.DeleteSessionRequest, _session_service_pb2.DeleteSessionResponse]  # type: ignore[assignment]
     """Deletes a session and all of its events. App and user state stay. NOT_FOUND if it does not
@@ -118,7 +129,9 @@ class SessionServiceAsyncStub(SessionServiceStub):
     """
     AppendEvent: _aio.UnaryUnaryMultiCallable[_session_service_pb2.AppendEventRequest, _session_service_pb2.AppendEventResponse]  # type: ignore[assignment]
     """Appends one event: assigns the next sequence, applies the state delta to its scopes in the
-    same transaction, and returns the recorded event once it is durable.
+    same transaction, and returns the recorded event once it is durable. Stale writers are
+    detected with `expected_last_sequence` (ABORTED / SEQUENCE_MISMATCH), which the ADK drop-ins
+    map to google-adk's stale-session error.
     """
     AppendEvents: _aio.UnaryUnaryMultiCallable[_session_service_pb2.AppendEventsRequest, _session_service_pb2.AppendEventsResponse]  # type: ignore[assignment]
     """Appends several events atomically: either all are recorded, with consecutive sequences, or
@@ -133,6 +146,13 @@ class SessionServiceAsyncStub(SessionServiceStub):
     set to null). Contexts and summaries then ignore every event from that first event through the
     rewind event; nothing is deleted. NOT_FOUND / INVOCATION_NOT_FOUND if no event of the session
     has that invocation id.
+    """
+    GetUserState: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetUserStateRequest, _session_service_pb2.GetUserStateResponse]  # type: ignore[assignment]
+    """Returns a user's state (the `user:` scope shared by all sessions of that user in that app),
+    with the keys WITHOUT the `user:` prefix, as google-adk's `get_user_state`. A user with no
+    user-scoped state (unknown, or whose sessions never set a `user:` key) has an empty state,
+    not NOT_FOUND, as google-adk's SQLite and in-memory session services; deleting sessions
+    leaves it.
     """
     GetAppConfig: _aio.UnaryUnaryMultiCallable[_session_service_pb2.GetAppConfigRequest, _session_service_pb2.GetAppConfigResponse]  # type: ignore[assignment]
     """Returns an app's configuration (an empty configuration if none was set)."""
@@ -178,8 +198,9 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _session_service_pb2.ListSessionsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_session_service_pb2.ListSessionsResponse, _abc.Awaitable[_session_service_pb2.ListSessionsResponse]]:
-        """Lists the sessions of an app (optionally of one user), without events, ordered by
-        (user_id, session id), in pages.
+        """Lists the sessions of an app (optionally of one user), without events, in pages, ordered by
+        (user_id, session id) or, on request, by (last_update_time, user_id, session id) oldest first
+        (google-adk's `list_sessions` order; see SessionOrder).
         """
 
     @_abc_1.abstractmethod
@@ -199,7 +220,9 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_session_service_pb2.AppendEventResponse, _abc.Awaitable[_session_service_pb2.AppendEventResponse]]:
         """Appends one event: assigns the next sequence, applies the state delta to its scopes in the
-        same transaction, and returns the recorded event once it is durable.
+        same transaction, and returns the recorded event once it is durable. Stale writers are
+        detected with `expected_last_sequence` (ABORTED / SEQUENCE_MISMATCH), which the ADK drop-ins
+        map to google-adk's stale-session error.
         """
 
     @_abc_1.abstractmethod
@@ -232,6 +255,19 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         set to null). Contexts and summaries then ignore every event from that first event through the
         rewind event; nothing is deleted. NOT_FOUND / INVOCATION_NOT_FOUND if no event of the session
         has that invocation id.
+        """
+
+    @_abc_1.abstractmethod
+    def GetUserState(
+        self,
+        request: _session_service_pb2.GetUserStateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_service_pb2.GetUserStateResponse, _abc.Awaitable[_session_service_pb2.GetUserStateResponse]]:
+        """Returns a user's state (the `user:` scope shared by all sessions of that user in that app),
+        with the keys WITHOUT the `user:` prefix, as google-adk's `get_user_state`. A user with no
+        user-scoped state (unknown, or whose sessions never set a `user:` key) has an empty state,
+        not NOT_FOUND, as google-adk's SQLite and in-memory session services; deleting sessions
+        leaves it.
         """
 
     @_abc_1.abstractmethod
