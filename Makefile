@@ -7,10 +7,12 @@ TOOLS := $(CURDIR)/.tools/bin
 GRPCURL_VERSION := v1.9.3
 RUN_STAMP := $(VENV)/.stamp-run
 DEV_STAMP := $(VENV)/.stamp-dev
-# Two distributions: the client (clients/python: contextengine.client and the generated
-# contextengine.v1) and the server (the root), installed together in one pip command.
+# Three distributions: the client (clients/python: contextengine.client and the generated
+# contextengine.v1), the ADK drop-ins (clients/adk_python: contextengine.adk) and the server (the
+# root), installed together in one pip command.
 PY_CLIENT := clients/python
-PROJECTS := pyproject.toml $(PY_CLIENT)/pyproject.toml
+PY_ADK := clients/adk_python
+PROJECTS := pyproject.toml $(PY_CLIENT)/pyproject.toml $(PY_ADK)/pyproject.toml
 TS_DIR := clients/typescript
 TS_STAMP := $(TS_DIR)/node_modules/.stamp-ci
 CONFORMANCE_REPORTS := $(CURDIR)/build/conformance
@@ -35,11 +37,11 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(RUN_STAMP): $(PROJECTS) | $(BIN)/python
-	$(BIN)/pip install -q -e $(PY_CLIENT) -e .
+	$(BIN)/pip install -q -e $(PY_CLIENT) -e $(PY_ADK) -e .
 	touch $@
 
 $(DEV_STAMP): $(PROJECTS) | $(BIN)/python
-	$(BIN)/pip install -q -e $(PY_CLIENT) -e ".[test,dev]"
+	$(BIN)/pip install -q -e $(PY_CLIENT) -e $(PY_ADK) -e ".[test,dev]"
 	touch $@ $(RUN_STAMP)
 
 install: $(RUN_STAMP)
@@ -78,17 +80,18 @@ check-gen: $(DEV_STAMP)
 
 lint: $(DEV_STAMP)
 	$(BIN)/buf lint
-	$(BIN)/ruff check server $(PY_CLIENT) tests bench scripts clients/conformance examples
-	$(BIN)/ruff format --check server $(PY_CLIENT) tests bench scripts clients/conformance examples
+	$(BIN)/ruff check server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
+	$(BIN)/ruff format --check server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 	$(BIN)/mypy
 	$(BIN)/mypy --python-version 3.10 -p contextengine.client
+	$(BIN)/mypy --python-version 3.10 -p contextengine.adk
 	$(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py
 	$(BIN)/mypy clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py scripts/with_server.py
 	$(BIN)/mypy examples/python
 
 fmt: $(DEV_STAMP)
-	$(BIN)/ruff check --fix server $(PY_CLIENT) tests bench scripts clients/conformance examples
-	$(BIN)/ruff format server $(PY_CLIENT) tests bench scripts clients/conformance examples
+	$(BIN)/ruff check --fix server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
+	$(BIN)/ruff format server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 
 pytest: $(DEV_STAMP) tools
 	PATH="$(TOOLS):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)

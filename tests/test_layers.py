@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: where the checked modules live: the server package, the client's own distribution, examples
 SERVER_ROOT = ROOT / "server"
 CLIENT_ROOT = ROOT / "clients" / "python"
+#: the ADK drop-ins' distribution (contextengine.adk)
+ADK_ROOT = ROOT / "clients" / "adk_python"
 EXAMPLES_ROOT = ROOT / "examples"
 ADR = ROOT / "docs" / "adr" / "0009-engine-layering.md"
 #: directories never parsed (environments, build output, caches)
@@ -89,12 +91,19 @@ LAYERS = (
     # the client distribution (clients/python): its package, and the programs beside it that are
     # not in the package (its conformance runner)
     Layer("client", (f"{PACKAGE}.client", "clients.python"), ()),
+    # the ADK drop-ins' embedded backend: the one module of contextengine.adk over the engine
+    Layer("adk.embedded", (), ("client", "engine", "core"), modules=(f"{PACKAGE}.adk._embedded",)),
+    # the ADK drop-ins (clients/adk_python): the public client, and the engine only through
+    # their embedded backend
+    Layer("adk", (f"{PACKAGE}.adk",), ("client", "adk.embedded")),
     # the README's programs: what a user writes, so only the public client and engine
     Layer("examples", ("examples",), ("client", "engine")),
 )
 LAYER_NAMES = frozenset(layer.name for layer in LAYERS)
 #: the layers that may speak gRPC (the edge, the client, and the generated stubs themselves)
-GRPC_LAYERS = frozenset({"service", "server", "cli", "client", "examples", "v1"})
+GRPC_LAYERS = frozenset(
+    {"service", "server", "cli", "client", "adk", "adk.embedded", "examples", "v1"}
+)
 GRPC_PACKAGES = ("grpc", "grpc_status", "grpc_health", "grpc_reflection")
 #: what core may import from outside the standard library (pure computation)
 CORE_THIRD_PARTY = ("google.protobuf", "tiktoken")
@@ -165,7 +174,7 @@ def _module_name(path: Path, root: Path) -> tuple[str, bool]:
 def discover() -> dict[str, Source]:
     """Every module of the server package, the client distribution and the examples."""
     found: dict[str, Source] = {}
-    for root in (SERVER_ROOT, CLIENT_ROOT, EXAMPLES_ROOT):
+    for root in (SERVER_ROOT, CLIENT_ROOT, ADK_ROOT, EXAMPLES_ROOT):
         if not root.is_dir():
             continue
         for path in sorted(root.rglob("*.py")):
@@ -451,6 +460,8 @@ PLANTED = [
         "contextengine.store",
     ),
     ("examples.python.fake", "from contextengine.store import MemoryStore\n", "layer", "store"),
+    ("contextengine.adk.fake", "from contextengine.engine import Engine\n", "layer", "engine"),
+    ("contextengine.adk.fake", "from contextengine.store import MemoryStore\n", "layer", "store"),
     ("contextengine.stray", "import json\n", "unassigned", "no layer"),
 ]
 
