@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from contextengine.adk._backend import Backend
 from contextengine.adk._embedded import EmbeddedBackend, embedded_backend
+from contextengine.adk._memory import ContextEngineMemoryService
+from contextengine.adk._plugin import ContextEnginePlugin
 from contextengine.adk._sidecar import SidecarBackend, sidecar_backend
 
 __all__ = [
     "Backend",
+    "ContextEngineMemoryService",
+    "ContextEnginePlugin",
     "EmbeddedBackend",
     "SidecarBackend",
     "embedded_backend",
