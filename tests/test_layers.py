@@ -96,8 +96,8 @@ LAYERS = (
     # the ADK drop-ins (clients/adk_python): the public client, and the engine only through
     # their embedded backend
     Layer("adk", (f"{PACKAGE}.adk",), ("client", "adk.embedded")),
-    # the README's programs: what a user writes, so only the public client and engine
-    Layer("examples", ("examples",), ("client", "engine")),
+    # the README's programs: what a user writes, so only the public client, engine and ADK drop-ins
+    Layer("examples", ("examples",), ("client", "engine", "adk")),
 )
 LAYER_NAMES = frozenset(layer.name for layer in LAYERS)
 #: the layers that may speak gRPC (the edge, the client, and the generated stubs themselves)
