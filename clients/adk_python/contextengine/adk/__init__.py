@@ -17,12 +17,14 @@ from contextengine.adk._backend import Backend
 from contextengine.adk._embedded import EmbeddedBackend, embedded_backend
 from contextengine.adk._memory import ContextEngineMemoryService
 from contextengine.adk._plugin import ContextEnginePlugin
+from contextengine.adk._sessions import ContextEngineSessionService
 from contextengine.adk._sidecar import SidecarBackend, sidecar_backend
 
 __all__ = [
     "Backend",
     "ContextEngineMemoryService",
     "ContextEnginePlugin",
+    "ContextEngineSessionService",
     "EmbeddedBackend",
     "SidecarBackend",
     "embedded_backend",

@@ -55,6 +55,10 @@ class Backend(Protocol):
 
     async def list_events(self, request: spb.ListEventsRequest) -> spb.ListEventsResponse: ...
 
+    async def get_user_state(
+        self, request: spb.GetUserStateRequest
+    ) -> spb.GetUserStateResponse: ...
+
     async def get_app_config(
         self, request: spb.GetAppConfigRequest
     ) -> spb.GetAppConfigResponse: ...

@@ -91,6 +91,9 @@ class EmbeddedBackend:
     async def list_events(self, request: spb.ListEventsRequest) -> spb.ListEventsResponse:
         return await self._run(lambda e: e.list_events(request))
 
+    async def get_user_state(self, request: spb.GetUserStateRequest) -> spb.GetUserStateResponse:
+        return await self._run(lambda e: e.get_user_state(request))
+
     async def get_app_config(self, request: spb.GetAppConfigRequest) -> spb.GetAppConfigResponse:
         return await self._run(lambda e: e.get_app_config(request))
 

@@ -108,6 +108,7 @@ class SidecarBackend:
                 request.user_id,
                 page_size=request.page_size,
                 page_token=request.page_token,
+                order=request.order,
             )
         )
 
@@ -147,6 +148,12 @@ class SidecarBackend:
                 page_token=request.page_token,
             )
         )
+
+    async def get_user_state(self, request: spb.GetUserStateRequest) -> spb.GetUserStateResponse:
+        state = await self._run(lambda c: c.get_user_state(request.app_name, request.user_id))
+        response = spb.GetUserStateResponse()
+        response.state.update(state)
+        return response
 
     async def get_app_config(self, request: spb.GetAppConfigRequest) -> spb.GetAppConfigResponse:
         config = await self._run(lambda c: c.get_app_config(request.app_name))

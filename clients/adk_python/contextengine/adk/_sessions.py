@@ -1,0 +1,231 @@
+"""``ContextEngineSessionService``: google-adk's ``BaseSessionService`` over the engine.
+
+Behaviour is ADK's (its ``SqliteSessionService`` where ADK's services differ):
+
+- ``create_session``: the state is split by scope by the engine (``app:`` / ``user:`` keys update
+  the app and user state, ``temp:`` keys are dropped); an id is stripped of surrounding
+  whitespace, and made with ADK's ``platform.uuid`` when none is given; an id in use raises
+  ``AlreadyExistsError``.
+- ``get_session``: ``None`` for a missing session; ``GetSessionConfig.num_recent_events`` and
+  ``after_timestamp`` (``timestamp >= after_timestamp``) filter the events, combined.
+- ``list_sessions``: merged states, no events, ordered by ``(last_update_time, user_id, id)``
+  oldest first (the engine's ``SESSION_ORDER_LAST_UPDATE_ASC``).
+- ``delete_session``: no error for a missing session.
+- ``append_event``: a partial event is returned untouched and not stored; ``temp:`` keys of the
+  delta are applied to the caller's session, then trimmed from the event (which is what is
+  stored); the event keeps ADK's id and timestamp; ``session.last_update_time`` becomes the
+  event's timestamp. A missing session raises ``SessionNotFoundError``. A stale session object
+  (another writer appended since it was read) raises ``StaleSessionError``: the session carries
+  the engine's last sequence (in ADK's ``_storage_update_marker``) and the append is conditional
+  on it (``expected_last_sequence``, answered ``SEQUENCE_MISMATCH``). Appending the same event
+  again is an idempotent replay (nothing changes).
+- ``get_user_state``: the user's state without the ``user:`` prefix (empty for an unknown user).
+
+Numbers: the engine stores JSON numbers as doubles; integral ones come back as ``int``
+(``contextengine.adk._convert``), so a float state value ``2.0`` reads back as ``2``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.platform import uuid as platform_uuid
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+
+from contextengine.adk._backend import Backend, resolve_backend
+from contextengine.adk._convert import (
+    event_from_proto,
+    event_to_proto,
+    state_from_struct,
+    state_to_struct,
+)
+from contextengine.client import RpcError
+from contextengine.v1 import session_pb2, session_service_pb2 as spb
+
+try:  # google-adk exports it from google.adk.errors
+    from google.adk.errors import StaleSessionError
+except ImportError:  # pragma: no cover - older google-adk
+    from google.adk.errors._stale_session_error import StaleSessionError
+
+__all__ = ["ContextEngineSessionService"]
+
+#: how the engine's last sequence is written into ``Session._storage_update_marker``
+_MARKER_PREFIX = "contextengine:"
+_LIST_PAGE = 1000
+
+
+def _marker(last_sequence: int) -> str:
+    return f"{_MARKER_PREFIX}{last_sequence}"
+
+
+def _expected_sequence(session: Session) -> int | None:
+    """The last sequence the caller's session object has seen (None: not read from the engine)."""
+    marker = session._storage_update_marker
+    if marker is None or not marker.startswith(_MARKER_PREFIX):
+        return None
+    return int(marker[len(_MARKER_PREFIX) :])
+
+
+def _session(message: session_pb2.Session) -> Session:
+    session = Session(
+        id=message.id,
+        app_name=message.app_name,
+        user_id=message.user_id,
+        state=state_from_struct(message.state),
+        events=[event_from_proto(event) for event in message.events],
+        last_update_time=message.last_update_time,
+    )
+    session._storage_update_marker = _marker(message.last_sequence)
+    return session
+
+
+class ContextEngineSessionService(BaseSessionService):
+    """ADK's session service over a contextengine sidecar (``target="host:port"``) or the engine
+    embedded in this process (``db="agent.db"`` or ``":memory:"``), or over a ``backend`` shared
+    with the other drop-ins. ``client_options`` (with ``target``) go to the Python client
+    (``timeout``, ``attempts``...)."""
+
+    def __init__(
+        self,
+        *,
+        target: str | None = None,
+        db: str | None = None,
+        backend: Backend | None = None,
+        **client_options: Any,
+    ) -> None:
+        self._backend, self._owns_backend = resolve_backend(
+            target=target, db=db, backend=backend, client_options=client_options
+        )
+
+    @property
+    def backend(self) -> Backend:
+        """The backend, to share with ``ContextEngineMemoryService`` / ``ContextEnginePlugin``."""
+        return self._backend
+
+    async def close(self) -> None:
+        """Closes the backend if this service made it (not a ``backend=`` it was given)."""
+        if self._owns_backend:
+            await self._backend.aclose()
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        session_id = (session_id.strip() if session_id else "") or platform_uuid.new_uuid()
+        request = spb.CreateSessionRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            state=state_to_struct(state or {}),
+        )
+        try:
+            response = await self._backend.create_session(request)
+        except RpcError as err:
+            if err.reason == "SESSION_ALREADY_EXISTS":
+                raise AlreadyExistsError(f"Session with id {session_id} already exists.") from err
+            raise
+        return _session(response.session)
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        request = spb.GetSessionRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id.strip()
+        )
+        if config is not None:
+            if config.num_recent_events is not None:
+                request.num_recent_events = config.num_recent_events
+            if config.after_timestamp:  # ADK's sqlite service: 0 (or None) is no filter
+                request.after_timestamp = config.after_timestamp
+        try:
+            response = await self._backend.get_session(request)
+        except RpcError as err:
+            if err.reason == "SESSION_NOT_FOUND":
+                return None
+            raise
+        return _session(response.session)
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        sessions: list[Session] = []
+        token = ""
+        while True:
+            response = await self._backend.list_sessions(
+                spb.ListSessionsRequest(
+                    app_name=app_name,
+                    user_id=user_id or "",
+                    page_size=_LIST_PAGE,
+                    page_token=token,
+                    order=spb.SESSION_ORDER_LAST_UPDATE_ASC,
+                )
+            )
+            sessions.extend(_session(session) for session in response.sessions)
+            token = response.next_page_token
+            if not token:
+                return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await self._backend.delete_session(
+            spb.DeleteSessionRequest(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id.strip(),
+                allow_missing=True,
+            )
+        )
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        response = await self._backend.get_user_state(
+            spb.GetUserStateRequest(app_name=app_name, user_id=user_id)
+        )
+        return state_from_struct(response.state)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        request = spb.AppendEventRequest(
+            app_name=session.app_name,
+            user_id=session.user_id,
+            session_id=session.id,
+            event=event_to_proto(event),
+        )
+        expected = _expected_sequence(session)
+        if expected is not None:
+            request.expected_last_sequence = expected
+        try:
+            response = await self._backend.append_event(request)
+        except RpcError as err:
+            if err.reason == "SESSION_NOT_FOUND":
+                raise SessionNotFoundError(f"Session {session.id} not found.") from err
+            if err.reason == "SEQUENCE_MISMATCH":
+                raise StaleSessionError(
+                    f"Session {session.id} changed since this session object was read (the "
+                    f"engine's last sequence is {err.metadata.get('current_last_sequence', 'newer')}, the "
+                    f"object's {expected}); get the session again before appending to it."
+                ) from err
+            raise
+        if response.duplicate:
+            return event  # the same event again: already recorded and applied
+        session.last_update_time = event.timestamp
+        session._storage_update_marker = _marker(response.last_sequence)
+        return self._commit_event_to_session(session, event)
