@@ -23,6 +23,7 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
+from google.adk.platform import uuid as platform_uuid
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
@@ -140,6 +141,17 @@ async def test_create_without_an_id_makes_one(service: BaseSessionService, app_n
     got = await service.get_session(app_name=app_name, user_id="u1", session_id=first.id)
     assert got is not None
     assert got.id == first.id
+
+
+async def test_a_made_id_comes_from_adks_id_provider(
+    service: BaseSessionService, app_name: str
+) -> None:
+    platform_uuid.set_id_provider(lambda: "made-by-adk")
+    try:
+        created = await service.create_session(app_name=app_name, user_id="u1")
+    finally:
+        platform_uuid.reset_id_provider()
+    assert created.id == "made-by-adk"
 
 
 async def test_ids_are_stripped(service: BaseSessionService, app_name: str) -> None:
@@ -415,6 +427,27 @@ async def test_appending_the_same_event_again_changes_nothing(
         assert session.events == [event]
         got = await service.get_session(app_name=app_name, user_id="u1", session_id=session.id)
         assert got == session
+    finally:
+        await services.close()
+
+
+@pytest.mark.parametrize("kind", OURS)
+async def test_an_integral_float_reads_back_as_an_int(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, app_name: str
+) -> None:
+    """REFERENCE_DIFFERS (both): ADK's services keep ``2.0`` a float; the engine keeps JSON
+    numbers as doubles, so the drop-in restores every integral one below 2**53 as an int (what ADK
+    wrote for ints, the common case) and a float ``2.0`` reads back as ``2``."""
+    services = Services(kind, request, tmp_path)
+    try:
+        service = services.make()
+        state = {"f": 2.0, "i": 3, "x": 2.5, "big": 2**53, "neg": -0.0}
+        session = await service.create_session(app_name=app_name, user_id="u1", state=state)
+        got = await service.get_session(app_name=app_name, user_id="u1", session_id=session.id)
+        assert got is not None
+        for value in (session.state, got.state):
+            assert value == {"f": 2, "i": 3, "x": 2.5, "big": float(2**53), "neg": -0.0}
+            assert [type(value[k]) for k in ("f", "i", "x", "big")] == [int, int, float, float]
     finally:
         await services.close()
 
