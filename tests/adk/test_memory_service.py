@@ -8,17 +8,23 @@ matched words).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import datetime
 
 import grpc
 import pytest
+from google.adk.agents.llm_agent import LlmAgent
+from google.adk.apps.app import App
 from google.adk.events.event import Event
 from google.adk.memory import InMemoryMemoryService
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from contextengine.adk import Backend, ContextEngineMemoryService
+from contextengine.adk import Backend, ContextEngineMemoryService, ContextEngineSessionService
 from contextengine.client import RpcError
 from contextengine.v1 import content_pb2, event_pb2, session_service_pb2 as spb
 
@@ -82,7 +88,7 @@ def _session(app: str, session_id: str, events: list[Event], user: str = USER) -
 async def memory(backend: Backend) -> AsyncIterator[ContextEngineMemoryService]:
     service = ContextEngineMemoryService(backend=backend)
     yield service
-    await service.aclose()  # not the shared backend's owner: a no-op
+    await service.close()  # not the shared backend's owner: a no-op
 
 
 EVENTS = [_adk_event(i, author, text) for i, (author, text) in enumerate(TEXTS)]
@@ -183,3 +189,51 @@ def test_constructor_needs_exactly_one_backend() -> None:
         ContextEngineMemoryService()
     with pytest.raises(ValueError, match="exactly one"):
         ContextEngineMemoryService(target="127.0.0.1:1", db=":memory:")
+
+
+class _Echo(BaseLlm):
+    """Answers every call with "noted: <the user's last text>"."""
+
+    model: str = "echo"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = llm_request.contents[-1]
+        said = last.parts[0].text if last.parts else ""
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(text=f"noted: {said}")])
+        )
+
+
+async def test_with_the_session_service_and_a_rewind(backend: Backend, app_name: str) -> None:
+    """The memory of a session an ADK Runner wrote through ContextEngineSessionService on the
+    same backend: a rewound turn is not remembered."""
+    app = app_name.replace("-", "_")
+    sessions = ContextEngineSessionService(backend=backend)
+    memory = ContextEngineMemoryService(backend=backend)
+    runner = Runner(
+        app=App(name=app, root_agent=LlmAgent(name="scribe", model=_Echo())),
+        session_service=sessions,
+        memory_service=memory,
+    )
+    session = await sessions.create_session(app_name=app, user_id=USER)
+    for said in ["my locker code is 4711", "my favourite colour is teal"]:
+        message = types.Content(role="user", parts=[types.Part(text=said)])
+        async for _ in runner.run_async(user_id=USER, session_id=session.id, new_message=message):
+            pass
+    current = await sessions.get_session(app_name=app, user_id=USER, session_id=session.id)
+    assert current is not None
+    second_turn = current.events[-1].invocation_id
+    await runner.rewind_async(
+        user_id=USER, session_id=session.id, rewind_before_invocation_id=second_turn
+    )
+    current = await sessions.get_session(app_name=app, user_id=USER, session_id=session.id)
+    assert current is not None
+    await memory.add_session_to_memory(current)
+    locker = await memory.search_memory(app_name=app, user_id=USER, query="locker code")
+    assert [m.author for m in locker.memories] == ["user", "scribe"]
+    assert locker.memories[0].content.parts
+    assert locker.memories[0].content.parts[0].text == "my locker code is 4711"
+    assert (await memory.search_memory(app_name=app, user_id=USER, query="teal")).memories == []
+    await runner.close()

@@ -131,7 +131,7 @@ class ContextEngineMemoryService(BaseMemoryService):
 
     Pass exactly one of ``target=`` (a sidecar address), ``db=`` (a SQLite file or
     ``:memory:``, the engine embedded in process) or ``backend=`` (a backend shared with the
-    session service and the plugin). ``aclose()`` closes the backend it made, never a shared one.
+    session service and the plugin). ``close()`` closes the backend it made, never a shared one.
     """
 
     def __init__(
@@ -140,7 +140,7 @@ class ContextEngineMemoryService(BaseMemoryService):
         target: str | None = None,
         db: str | None = None,
         backend: Backend | None = None,
-        client_options: dict[str, Any] | None = None,
+        **client_options: Any,
     ) -> None:
         self._backend, self._owns_backend = resolve_backend(
             target=target, db=db, backend=backend, client_options=client_options
@@ -150,8 +150,8 @@ class ContextEngineMemoryService(BaseMemoryService):
     def backend(self) -> Backend:
         return self._backend
 
-    async def aclose(self) -> None:
-        """Closes the backend if this service made it (idempotent)."""
+    async def close(self) -> None:
+        """Closes the backend if this service made it (not a ``backend=`` it was given)."""
         if self._owns_backend:
             await self._backend.aclose()
 

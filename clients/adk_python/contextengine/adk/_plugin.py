@@ -43,6 +43,7 @@ from google.protobuf import json_format, struct_pb2
 
 from contextengine.adk._backend import Backend, resolve_backend
 from contextengine.adk._memory import content_to_genai, content_to_proto
+from contextengine.client import RpcError
 from contextengine.v1 import compaction_service_pb2 as kpb, context_service_pb2 as cpb
 
 if TYPE_CHECKING:
@@ -136,8 +137,8 @@ class ContextEnginePlugin(BasePlugin):
         target: str | None = None,
         db: str | None = None,
         backend: Backend | None = None,
-        client_options: dict[str, Any] | None = None,
         name: str = "contextengine",
+        **client_options: Any,
     ) -> None:
         super().__init__(name)
         self._backend, self._owns_backend = resolve_backend(
@@ -185,7 +186,16 @@ class ContextEnginePlugin(BasePlugin):
         if run_config is not None and run_config.model_input_context:
             raise ValueError("ContextEnginePlugin does not support RunConfig.model_input_context")
         request = self._request(ic, agent, llm_request)
-        response = await self._backend.build_context(request)
+        try:
+            response = await self._backend.build_context(request)
+        except RpcError as err:
+            if err.reason != "SESSION_NOT_FOUND":
+                raise
+            raise ValueError(
+                f"session {request.session_id!r} is not in the plugin's engine "
+                f"({self._backend.description}): give the plugin the session service's backend "
+                "(ContextEnginePlugin(backend=session_service.backend))"
+            ) from err
         llm_request.contents = [content_to_genai(c) for c in response.contents]
         if response.HasField("cache_decision"):
             self._apply_cache(ic, agent, llm_request, response.cache_decision)
