@@ -18,6 +18,7 @@ import pytest
 from google.adk.agents.context_cache_config import ContextCacheConfig
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.apps.app import App, EventsCompactionConfig
+from google.adk.flows.llm_flows.context._fencing import OTHER_AGENT_CONTEXT_PREAMBLE as ADK_PREAMBLE
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -75,6 +76,7 @@ class Spy:
 
     def __init__(self, inner: Backend) -> None:
         self._inner = inner
+        self.inner = inner
         self.contexts: list[cpb.BuildContextResponse] = []
         self.ended: list[kpb.EndInvocationRequest] = []
 
@@ -92,8 +94,9 @@ class Spy:
 
 
 def get_weather(city: str) -> dict[str, Any]:
-    """The weather of a city."""
-    return {"city": city, "temp": 21, "sky": "clear"}
+    """The weather of a city (keys sorted: the engine prints other agents' dicts sorted, see
+    docs/design/context.md)."""
+    return {"city": city, "sky": "clear", "temp": 21}
 
 
 def _model(*parts: types.Part) -> types.Content:
@@ -110,14 +113,35 @@ SCRIPT = [
         types.Part(function_call=types.FunctionCall(name="get_weather", args={"city": "Rome"})),
     ),
     _model(types.Part(text="Oslo and Rome are both 21.")),
-    _model(types.Part(text="You're welcome.")),
+    _model(
+        types.Part(
+            function_call=types.FunctionCall(
+                name="transfer_to_agent", args={"agent_name": "helper"}
+            )
+        )
+    ),
+    _model(types.Part(text="You're welcome, I am the helper.")),
+    _model(types.Part(text="Still the helper here.")),
 ]
-MESSAGES = ["Weather in Paris?", "And Oslo and Rome?", "Thanks!"]
+MESSAGES = ["Weather in Paris?", "And Oslo and Rome?", "Thanks!", "Who is this?"]
 
 
-def _agent(model: Scripted) -> LlmAgent:
+def _agent(model: Scripted, include_contents: str = "default") -> LlmAgent:
+    """The root agent (a tool, a sub-agent to transfer to); both agents share the model, so
+    its requests are in call order."""
+    helper = LlmAgent(
+        name="helper",
+        model=model,
+        instruction="Help politely.",
+        include_contents=include_contents,  # type: ignore[arg-type]
+    )
     return LlmAgent(
-        name="assistant", model=model, instruction="Answer briefly.", tools=[get_weather]
+        name="assistant",
+        model=model,
+        instruction="Answer briefly.",
+        tools=[get_weather],
+        sub_agents=[helper],
+        include_contents=include_contents,  # type: ignore[arg-type]
     )
 
 
@@ -136,10 +160,14 @@ async def _converse(runner: Runner, sessions: BaseSessionService, app: str) -> l
 
 
 def _runner(
-    app: str, model: Scripted, sessions: BaseSessionService, *plugins: ContextEnginePlugin
+    app: str,
+    model: Scripted,
+    sessions: BaseSessionService,
+    *plugins: ContextEnginePlugin,
+    include_contents: str = "default",
 ) -> Runner:
     return Runner(
-        app=App(name=app, root_agent=_agent(model), plugins=list(plugins)),
+        app=App(name=app, root_agent=_agent(model, include_contents), plugins=list(plugins)),
         session_service=sessions,
     )
 
@@ -153,16 +181,28 @@ async def spy(backend: Backend) -> Spy:
     return Spy(backend)
 
 
-async def test_contents_equal_plain_adk_and_come_from_the_engine(spy: Spy, app_name: str) -> None:
+@pytest.mark.parametrize("include_contents", ["default", "none"])
+async def test_contents_equal_plain_adk_and_come_from_the_engine(
+    spy: Spy, app_name: str, include_contents: str
+) -> None:
+    """Tool calls (one, then two in parallel), a transfer to a sub-agent that then keeps the
+    conversation (the root's turns reframed for it), each agent with the whole history or only
+    the current turn."""
+    # ADK's own text before other agents' quoted turns (the engine's default is its own)
+    await _update_app_config(
+        spy, config_pb2.AppConfig(app_name=app_name, other_agent_preamble=ADK_PREAMBLE)
+    )
     reference_model = Scripted().load(SCRIPT)
     reference_sessions = InMemorySessionService()
-    reference = _runner(app_name, reference_model, reference_sessions)
+    reference = _runner(
+        app_name, reference_model, reference_sessions, include_contents=include_contents
+    )
     await _converse(reference, reference_sessions, app_name)
 
     model = Scripted().load(SCRIPT)
     sessions = ContextEngineSessionService(backend=spy)
     plugin = ContextEnginePlugin(backend=spy)
-    runner = _runner(app_name, model, sessions, plugin)
+    runner = _runner(app_name, model, sessions, plugin, include_contents=include_contents)
     invocations = await _converse(runner, sessions, app_name)
 
     assert len(model.requests) == len(SCRIPT)
@@ -214,6 +254,8 @@ async def test_double_configuration_is_refused(
 
 
 async def _update_app_config(backend: Backend, config: config_pb2.AppConfig) -> None:
+    if isinstance(backend, Spy):
+        backend = backend.inner
     if isinstance(backend, SidecarBackend):
         await backend.client().update_app_config(config)
     else:
