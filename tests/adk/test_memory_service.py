@@ -22,9 +22,16 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 from google.adk.sessions.session import Session
+from google.adk.tools.preload_memory_tool import PreloadMemoryTool
 from google.genai import types
+from pydantic import Field
 
-from contextengine.adk import Backend, ContextEngineMemoryService, ContextEngineSessionService
+from contextengine.adk import (
+    Backend,
+    ContextEngineMemoryService,
+    ContextEnginePlugin,
+    ContextEngineSessionService,
+)
 from contextengine.client import RpcError
 from contextengine.v1 import content_pb2, event_pb2, session_service_pb2 as spb
 
@@ -237,3 +244,59 @@ async def test_with_the_session_service_and_a_rewind(backend: Backend, app_name:
     assert locker.memories[0].content.parts[0].text == "my locker code is 4711"
     assert (await memory.search_memory(app_name=app, user_id=USER, query="teal")).memories == []
     await runner.close()
+
+
+class _Recording(_Echo):
+    """``_Echo`` that records the contents of every request."""
+
+    seen: list[list[types.Content]] = Field(default_factory=list)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        self.seen.append([c.model_copy(deep=True) for c in llm_request.contents])
+        async for response in super().generate_content_async(llm_request, stream):
+            yield response
+
+
+async def test_preload_memory_tool_with_and_without_the_plugin(
+    backend: Backend, app_name: str
+) -> None:
+    """ADK's PreloadMemoryTool searches the memory service and puts what it finds into the
+    request's contents; the ContextEnginePlugin keeps that block where ADK put it."""
+    app = app_name.replace("-", "_")
+    sessions = ContextEngineSessionService(backend=backend)
+    memory = ContextEngineMemoryService(backend=backend)
+
+    async def ask(user: str, plugins: list[ContextEnginePlugin]) -> list[list[types.Content]]:
+        model = _Recording()
+        agent = LlmAgent(name="scribe", model=model, tools=[PreloadMemoryTool()])
+        runner = Runner(
+            app=App(name=app, root_agent=agent, plugins=list(plugins)),
+            session_service=sessions,
+            memory_service=memory,
+        )
+        for said in ["my locker code is 4711", "what is my locker code?"]:
+            session = await sessions.create_session(app_name=app, user_id=user)
+            message = types.Content(role="user", parts=[types.Part(text=said)])
+            async for _ in runner.run_async(
+                user_id=user, session_id=session.id, new_message=message
+            ):
+                pass
+            stored = await sessions.get_session(app_name=app, user_id=user, session_id=session.id)
+            assert stored is not None
+            await memory.add_session_to_memory(stored)
+        await runner.close()
+        return model.seen
+
+    def without_times(content: types.Content) -> list[str]:
+        assert content.parts
+        lines = (content.parts[0].text or "").splitlines()
+        return [line for line in lines if not line.startswith("Time: ")]
+
+    plain = await ask("plain", [])
+    with_plugin = await ask("plugged", [ContextEnginePlugin(backend=backend)])
+    assert len(plain[1]) == len(with_plugin[1]) == 2  # the memory block, then the question
+    assert "scribe: noted: my locker code is 4711" in without_times(plain[1][0])
+    assert without_times(with_plugin[1][0]) == without_times(plain[1][0])
+    assert with_plugin[1][1] == plain[1][1]

@@ -26,9 +26,11 @@ also sets ADK's own ``events_compaction_config`` or ``context_cache_config`` wou
 cache a second time, over contents the engine no longer sends: the plugin refuses to run such an
 app with a ``ValueError`` naming the setting to remove.
 
-Not supported (a ``ValueError`` at the model call, rather than contents silently missing):
-agents with ``static_instruction`` (ADK then moves the instruction into the contents) and
-``RunConfig.model_input_context``.
+ADK's ``PreloadMemoryTool`` puts the memories it finds into the contents, not into the events:
+the plugin keeps those blocks, at the place ADK put them. Not supported (a ``ValueError`` at the
+model call, rather than contents silently missing): agents with ``static_instruction`` (ADK then
+moves the instruction into the contents) and ``RunConfig.model_input_context``; other tools that
+insert request-only contents would lose them.
 """
 
 from __future__ import annotations
@@ -112,6 +114,24 @@ def _system_instruction(value: object) -> types.Content | None:
     return None
 
 
+def _memory_preloads(agent: Any, llm_request: LlmRequest) -> list[types.Content]:
+    """The memory blocks ADK's ``PreloadMemoryTool`` inserted into the request's contents (they
+    are not events, so the engine's contents do not have them): the user contents of one text
+    part holding its ``<PAST_CONVERSATIONS>`` block, when the agent has that tool."""
+    from google.adk.tools.preload_memory_tool import PreloadMemoryTool
+
+    if not any(isinstance(tool, PreloadMemoryTool) for tool in getattr(agent, "tools", [])):
+        return []
+    return [
+        content
+        for content in llm_request.contents
+        if content.role == "user"
+        and content.parts is not None
+        and len(content.parts) == 1
+        and "<PAST_CONVERSATIONS>" in (content.parts[0].text or "")
+    ]
+
+
 def _double_configuration(ic: InvocationContext) -> str | None:
     """What of ADK's own compaction / caching the app configures, or None."""
     found = []
@@ -186,6 +206,7 @@ class ContextEnginePlugin(BasePlugin):
         if run_config is not None and run_config.model_input_context:
             raise ValueError("ContextEnginePlugin does not support RunConfig.model_input_context")
         request = self._request(ic, agent, llm_request)
+        transient = _memory_preloads(agent, llm_request)
         try:
             response = await self._backend.build_context(request)
         except RpcError as err:
@@ -197,6 +218,9 @@ class ContextEnginePlugin(BasePlugin):
                 "(ContextEnginePlugin(backend=session_service.backend))"
             ) from err
         llm_request.contents = [content_to_genai(c) for c in response.contents]
+        if transient:
+            # where ADK's PreloadMemoryTool put them: the current turn's boundary
+            llm_request._insert_transient_user_content(transient)
         if response.HasField("cache_decision"):
             self._apply_cache(ic, agent, llm_request, response.cache_decision)
         return None
