@@ -8,6 +8,7 @@ matched words).
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import datetime
 
@@ -300,3 +301,18 @@ async def test_preload_memory_tool_with_and_without_the_plugin(
     assert "scribe: noted: my locker code is 4711" in without_times(plain[1][0])
     assert without_times(with_plugin[1][0]) == without_times(plain[1][0])
     assert with_plugin[1][1] == plain[1][1]
+
+
+async def test_a_sidecar_that_is_not_running() -> None:
+    """Every call fails at once with UNAVAILABLE naming the address (nothing listens on it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    memory = ContextEngineMemoryService(target=f"127.0.0.1:{port}", attempts=1, timeout=5.0)
+    try:
+        with pytest.raises(RpcError) as raised:
+            await memory.search_memory(app_name="app", user_id=USER, query="anything")
+        assert raised.value.code == grpc.StatusCode.UNAVAILABLE
+        assert f"127.0.0.1:{port}" in raised.value.message
+    finally:
+        await memory.close()
