@@ -3,7 +3,7 @@ google-adk ``Runner``.
 
 * the reference (:func:`run_reference`): plain ADK, a session service of ADK's own
   (``InMemorySessionService`` or ``SqliteSessionService``), ADK's own compaction
-  (``App.events_compaction_config``) with ``LlmEventSummarizer`` over :class:`FakeSummaryLlm`
+  (``App.events_compaction_config``) with ``LlmEventSummarizer`` over :class:`GeminiLikeSummaryLlm`
   answering :func:`default_summary_text` of the prompt (what the fake Gemini server answers the
   engine's Gemini summarizer);
 * the drop-ins (:func:`run_dropins`): the same agents with ``ContextEngineSessionService``,
@@ -11,7 +11,8 @@ google-adk ``Runner``.
   the app's compaction is configured in the engine (:func:`engine_app_config`), with a Gemini
   summarizer on ADK's default prompt template.
 
-ADK's clock and ids are counters (:func:`~tests.adk.scripted.deterministic_adk`); what ADK's own
+ADK's clock and ids are counters (:func:`~tests.adk.scripted.deterministic_adk`) from the first
+turn on (the session is created before: the services read the clock differently); what ADK's own
 compaction code reads from them (the summary event, and the scratch events it builds to weigh a
 range) comes from a second, separate sequence, so that the rest of the run reads the same values
 on both sides: the engine writes its summary with its own clock and ids.
@@ -19,10 +20,11 @@ on both sides: the engine writes its summary with its own clock and ids.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,22 +36,27 @@ from google.adk.events.event import Event
 from google.adk.flows.llm_flows.context import _compaction as adk_flow_compaction
 from google.adk.flows.llm_flows.context._fencing import OTHER_AGENT_CONTEXT_PREAMBLE
 from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.platform import time as adk_time, uuid as adk_uuid
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
+from google.genai import types
 
-from contextengine.v1 import config_pb2
+from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2
 from tests.fakes.gemini_server import default_summary_text
-from tests.parity.compaction_adk import FakeSummaryLlm
 
-from .scripted import ScriptedLlm, Turn, build_agents, run_conversation
+from .scripted import ScriptedLlm, Turn, build_agents, deterministic_adk, run_conversation
 
 __all__ = [
     "APP",
+    "Engine",
     "Outcome",
     "SummaryClock",
     "engine_app_config",
     "normalized",
+    "run_dropins",
     "run_reference",
 ]
 
@@ -58,6 +65,8 @@ USER = "user"
 SESSION = "session"
 #: the Gemini model name the engine's summarizer asks the fake Gemini server for
 SUMMARY_MODEL = "gemini-fake"
+#: how long a background compaction may take
+SETTLE_SECONDS = 30.0
 
 
 @dataclass
@@ -154,10 +163,38 @@ def quiet_adk() -> Iterator[None]:
         logger.setLevel(level)
 
 
+class GeminiLikeSummaryLlm(BaseLlm):
+    """ADK's summarizer model: answers what the fake Gemini server answers the engine's Gemini
+    summarizer for the same prompt, text and usage (ADK keeps the usage on its summary)."""
+
+    model: str = SUMMARY_MODEL
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        [content] = llm_request.contents
+        [part] = content.parts or []
+        prompt = part.text or ""
+        tokens = max(1, len(prompt) // 4)  # tests/fakes/gemini_server.py's default answer
+        yield LlmResponse(
+            content=types.Content(
+                role="model", parts=[types.Part(text=default_summary_text(prompt))]
+            ),
+            usage_metadata=types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=tokens,
+                candidates_token_count=5,
+                total_token_count=tokens + 5,
+                prompt_tokens_details=[
+                    types.ModalityTokenCount(modality=types.MediaModality.TEXT, token_count=tokens)
+                ],
+            ),
+        )
+
+
 def _adk_config(config: EventsCompactionConfig | None) -> EventsCompactionConfig | None:
     if config is None:
         return None
-    llm = FakeSummaryLlm(reply=default_summary_text)
+    llm = GeminiLikeSummaryLlm()
     summarizer = LlmEventSummarizer(llm=llm, prompt_template=None)
     return config.model_copy(update={"summarizer": summarizer})
 
@@ -170,7 +207,7 @@ async def run_reference(
 ) -> Outcome:
     """Plain ADK: ``service`` (one of ADK's), ADK's compaction with the fake summarizer."""
     model = ScriptedLlm()
-    with quiet_adk(), _compaction_on_its_own_sequence(monkeypatch):
+    with quiet_adk():
         app = App(
             name=APP,
             root_agent=build_agents(model),
@@ -178,17 +215,22 @@ async def run_reference(
         )
         runner = Runner(app=app, session_service=service, memory_service=InMemoryMemoryService())
         await service.create_session(app_name=APP, user_id=USER, session_id=SESSION)
-        run = await run_conversation(runner, model, conversation, user_id=USER, session_id=SESSION)
+        with deterministic_adk(), _compaction_on_its_own_sequence(monkeypatch):
+            run = await run_conversation(
+                runner, model, conversation, user_id=USER, session_id=SESSION
+            )
         session = await service.get_session(app_name=APP, user_id=USER, session_id=SESSION)
     assert session is not None
     return Outcome(run.requests, list(session.events))
 
 
-def engine_app_config(compaction: EventsCompactionConfig | None) -> config_pb2.AppConfig:
+def engine_app_config(
+    compaction: EventsCompactionConfig | None, app_name: str = APP
+) -> config_pb2.AppConfig:
     """The app's configuration in the engine: ADK's compaction settings, a Gemini summarizer
     on ADK's default prompt, and ADK's preamble for other agents' turns."""
     config = config_pb2.AppConfig(
-        app_name=APP,
+        app_name=app_name,
         other_agent_preamble=OTHER_AGENT_CONTEXT_PREAMBLE,
         summarizer=config_pb2.SummarizerConfig(
             gemini=config_pb2.GeminiSummarizerConfig(
@@ -212,15 +254,88 @@ def engine_app_config(compaction: EventsCompactionConfig | None) -> config_pb2.A
     return config
 
 
+@dataclass
+class Engine:
+    """The drop-ins' backend and the two engine calls the test needs besides them: the app's
+    configuration and the compaction status (compaction runs in the background after
+    ``EndInvocation``; the next turn must see its summary, as in ADK where it is synchronous)."""
+
+    backend: Any
+    configure: Callable[[config_pb2.AppConfig], Awaitable[object]]
+    status: Callable[[str, str, str], Awaitable[kpb.GetCompactionStatusResponse]]
+
+    async def settle(self, app: str, user: str, session: str) -> None:
+        """Waits until no compaction runs for the session; fails on a summarizer failure."""
+        deadline = asyncio.get_running_loop().time() + SETTLE_SECONDS
+        while True:
+            status = await self.status(app, user, session)
+            assert not status.failures, f"the engine's summarizer failed: {status.last_error}"
+            if not status.running:
+                return
+            assert asyncio.get_running_loop().time() < deadline, "compaction still running"
+            await asyncio.sleep(0.01)
+
+
+async def run_dropins(
+    conversation: Sequence[Turn],
+    compaction: EventsCompactionConfig | None,
+    engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    app_name: str = APP,
+) -> Outcome:
+    """ADK with the three drop-ins on ``engine.backend``; the app's compaction configured in
+    the engine (:func:`engine_app_config`), none in ADK."""
+    from contextengine.adk import (
+        ContextEngineMemoryService,
+        ContextEnginePlugin,
+        ContextEngineSessionService,
+    )
+
+    await engine.configure(engine_app_config(compaction, app_name))
+    model = ScriptedLlm()
+    service = ContextEngineSessionService(backend=engine.backend)
+    with quiet_adk():
+        app = App(
+            name=app_name,
+            root_agent=build_agents(model),
+            plugins=[ContextEnginePlugin(backend=engine.backend)],
+        )
+        runner = Runner(
+            app=app,
+            session_service=service,
+            memory_service=ContextEngineMemoryService(backend=engine.backend),
+        )
+        await service.create_session(app_name=app_name, user_id=USER, session_id=SESSION)
+
+        async def settle() -> None:
+            await engine.settle(app_name, USER, SESSION)
+
+        with deterministic_adk(), _compaction_on_its_own_sequence(monkeypatch):
+            run = await run_conversation(
+                runner, model, conversation, user_id=USER, session_id=SESSION, after_turn=settle
+            )
+        session = await service.get_session(app_name=app_name, user_id=USER, session_id=SESSION)
+    assert session is not None
+    return Outcome(run.requests, list(session.events))
+
+
 #: what a summary event gets from whoever writes it (ADK's clock and ids, or the engine's)
 _STAMPED = ("id", "invocation_id", "timestamp")
 
 
 def normalized(events: Sequence[Event]) -> list[dict[str, Any]]:
-    """Each event as JSON; a summary event without its id, invocation id and timestamp."""
+    """Each event as JSON; a summary event without its id, invocation id and timestamp.
+
+    One representational difference is folded: ``long_running_tool_ids`` empty (ADK sets an
+    empty set on every model event with function calls) and unset are one value in the proto
+    (a repeated field has no presence), so the drop-in returns ``None`` for ADK's ``set()``.
+    ADK itself treats both alike (``if event.long_running_tool_ids``)."""
     out = []
     for event in events:
         data = event.model_dump(mode="json", exclude_none=True)
+        if data.get("long_running_tool_ids") == []:
+            del data["long_running_tool_ids"]
         if event.actions.compaction is not None:
             for key in _STAMPED:
                 data.pop(key, None)
