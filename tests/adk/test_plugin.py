@@ -424,3 +424,48 @@ async def test_a_plugin_on_another_engine_says_so(backend: Backend, app_name: st
     assert isinstance(raised.value.__cause__, ValueError)
     assert model.requests == []
     await runner.close()  # closes the plugin's own engine
+
+
+class _WithUsage(Scripted):
+    """``Scripted`` whose responses report a large prompt token count (so that the engine's
+    cache gates let a cache be created from the second call on)."""
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        async for response in super().generate_content_async(llm_request, stream):
+            response.usage_metadata = types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=50_000
+            )
+            yield response
+
+
+async def test_a_cache_left_to_the_agent_is_not_created(
+    spy: Spy, backend: Backend, app_name: str
+) -> None:
+    """CREATE without managed_gemini_caches: the plugin creates no cache, so the call goes out
+    whole and records the metadata as it is (ADK's fallback when creating a cache fails)."""
+    await _set_cache_config(backend, app_name)
+    model = _WithUsage().load(SCRIPT[:2])
+    sessions = ContextEngineSessionService(backend=spy)
+    runner = _runner(app_name, model, sessions, ContextEnginePlugin(backend=spy))
+    session = await sessions.create_session(app_name=app_name, user_id=USER)
+    message = types.Content(role="user", parts=[types.Part(text=MESSAGES[0])])
+    async for _ in runner.run_async(user_id=USER, session_id=session.id, new_message=message):
+        pass
+    first, second = (context.cache_decision for context in spy.contexts)
+    assert first.action == cpb.CACHE_ACTION_FINGERPRINT_ONLY
+    assert second.action == cpb.CACHE_ACTION_CREATE
+    assert not second.managed
+    assert second.cache_metadata.contents_count > 0
+    request = model.requests[1]
+    assert request.config.cached_content is None
+    assert request.config.system_instruction
+    assert request.contents == [content_to_genai(c) for c in spy.contexts[1].contents]
+    stored = await sessions.get_session(app_name=app_name, user_id=USER, session_id=session.id)
+    assert stored is not None
+    recorded = stored.events[-1].cache_metadata
+    assert recorded is not None
+    assert recorded.cache_name is None
+    assert recorded.fingerprint == second.cache_metadata.fingerprint
+    await runner.close()
