@@ -18,14 +18,17 @@ from typing import Any
 
 import grpc
 import pytest
+from google.adk.apps.app import App
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
-from google.adk.events.event_actions import EventActions
+from google.adk.events.event_actions import EventActions, EventCompaction
 from google.adk.platform import uuid as platform_uuid
+from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
+from google.adk.sessions.session import Session
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 
@@ -36,6 +39,14 @@ from contextengine.adk import (
     sidecar_backend,
 )
 from contextengine.client import RpcError
+from tests.adk.differential import quiet_adk
+from tests.adk.scripted import (
+    ScriptedLlm,
+    build_agents,
+    deterministic_adk,
+    fixed_script,
+    run_conversation,
+)
 from tests.faults.sidecar import Sidecar
 
 KINDS = ("sidecar", "embedded", "adk-memory", "adk-sqlite")
@@ -45,9 +56,9 @@ OURS = ("sidecar", "embedded")
 class Services:
     """Makes services of one kind over ONE store (a second service is "another process")."""
 
-    def __init__(self, kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    def __init__(self, kind: str, target: str, tmp_path: Path) -> None:
         self.kind = kind
-        self._request = request
+        self._target = target
         self._tmp = tmp_path
         self._made: list[BaseSessionService] = []
         self._backends: list[Backend] = []
@@ -56,8 +67,7 @@ class Services:
     def make(self) -> BaseSessionService:
         service: BaseSessionService
         if self.kind == "sidecar":
-            sidecar: Sidecar = self._request.getfixturevalue("adk_sidecar")
-            backend = sidecar_backend(sidecar.target, attempts=2)
+            backend = sidecar_backend(self._target, attempts=2)
             self._backends.append(backend)
             service = ContextEngineSessionService(backend=backend)
         elif self.kind == "embedded":
@@ -80,8 +90,24 @@ class Services:
 
 
 @pytest.fixture(params=KINDS)
-async def services(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Services]:
-    made = Services(str(request.param), request, tmp_path)
+def kind(request: pytest.FixtureRequest) -> str:
+    """Which service: the drop-in in either mode, or one of ADK's (tests of the drop-in only
+    parametrize ``kind`` over ``OURS``)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def target(kind: str, request: pytest.FixtureRequest) -> str:
+    """The shared sidecar's address for ``sidecar`` (started here, outside the test's loop)."""
+    if kind != "sidecar":
+        return ""
+    sidecar: Sidecar = request.getfixturevalue("adk_sidecar")
+    return sidecar.target
+
+
+@pytest.fixture
+async def services(kind: str, target: str, tmp_path: Path) -> AsyncIterator[Services]:
+    made = Services(kind, target, tmp_path)
     try:
         yield made
     finally:
@@ -384,72 +410,93 @@ async def test_append_to_a_stale_session_object(services: Services, app_name: st
 
 
 @pytest.mark.parametrize("kind", OURS)
-async def test_conflicting_concurrent_writers(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path, app_name: str
-) -> None:
+async def test_conflicting_concurrent_writers(services: Services, app_name: str) -> None:
     """Two writers append to the same state of a session at once: one wins, the other gets
     StaleSessionError and nothing of its event is stored."""
-    services = Services(kind, request, tmp_path)
-    try:
-        one, two = services.make(), services.make()
-        session = await one.create_session(app_name=app_name, user_id="u1", state={"n": 0})
-        copy = await two.get_session(app_name=app_name, user_id="u1", session_id=session.id)
-        assert copy is not None
-        outcomes = await asyncio.gather(
-            one.append_event(session, _event(text="one", delta={"n": 1})),
-            two.append_event(copy, _event(text="two", delta={"n": 2})),
-            return_exceptions=True,
-        )
-        failed = [o for o in outcomes if isinstance(o, BaseException)]
-        assert len(failed) == 1, outcomes
-        assert isinstance(failed[0], StaleSessionError), outcomes
-        [won] = [o for o in outcomes if isinstance(o, Event)]
-        got = await one.get_session(app_name=app_name, user_id="u1", session_id=session.id)
-        assert got is not None
-        assert [e.id for e in got.events] == [won.id]
-        assert got.state == {"n": won.actions.state_delta["n"]}
-    finally:
-        await services.close()
+    one, two = services.make(), services.make()
+    session = await one.create_session(app_name=app_name, user_id="u1", state={"n": 0})
+    copy = await two.get_session(app_name=app_name, user_id="u1", session_id=session.id)
+    assert copy is not None
+    outcomes = await asyncio.gather(
+        one.append_event(session, _event(text="one", delta={"n": 1})),
+        two.append_event(copy, _event(text="two", delta={"n": 2})),
+        return_exceptions=True,
+    )
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(failed) == 1, outcomes
+    assert isinstance(failed[0], StaleSessionError), outcomes
+    [won] = [o for o in outcomes if isinstance(o, Event)]
+    got = await one.get_session(app_name=app_name, user_id="u1", session_id=session.id)
+    assert got is not None
+    assert [e.id for e in got.events] == [won.id]
+    assert got.state == {"n": won.actions.state_delta["n"]}
+
+
+@pytest.mark.parametrize("kind", OURS)
+async def test_a_summary_appended_meanwhile_is_taken_in(services: Services, app_name: str) -> None:
+    """The engine's compaction appends summary events by itself (during BuildContext or after an
+    invocation), where ADK's own compaction appends them through the runner's session object: a
+    session object that missed only summaries is not stale. They are added to its events before
+    the new one, so it stays equal to the stored session. (ADK's SQLite service would call the
+    object stale here, its in-memory one would append without adding the summary.)"""
+    mine, compactor = services.make(), services.make()
+    session = await mine.create_session(app_name=app_name, user_id="u1")
+    first = _event(text="first", timestamp=session.last_update_time + 1)
+    await mine.append_event(session, first)
+    copy = await compactor.get_session(app_name=app_name, user_id="u1", session_id=session.id)
+    assert copy is not None
+    summary = Event(
+        author="user",
+        invocation_id="inv-1",
+        timestamp=first.timestamp + 1,
+        actions=EventActions(
+            compaction=EventCompaction(
+                start_timestamp=first.timestamp,
+                end_timestamp=first.timestamp,
+                compacted_content=types.Content(role="model", parts=[types.Part(text="sum")]),
+            )
+        ),
+    )
+    await compactor.append_event(copy, summary)
+    after = _event(text="after", timestamp=summary.timestamp + 1)
+    await mine.append_event(session, after)
+    assert [e.id for e in session.events] == [first.id, summary.id, after.id]
+    got = await mine.get_session(app_name=app_name, user_id="u1", session_id=session.id)
+    assert got == session
+    # a writer's ordinary event still makes the object stale
+    await compactor.append_event(got, _event(text="other", timestamp=after.timestamp + 1))
+    with pytest.raises(StaleSessionError):
+        await mine.append_event(session, _event(text="late", timestamp=after.timestamp + 2))
 
 
 @pytest.mark.parametrize("kind", OURS)
 async def test_appending_the_same_event_again_changes_nothing(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path, app_name: str
+    services: Services, app_name: str
 ) -> None:
     """A retried append (ADK's in-memory service is idempotent for it too)."""
-    services = Services(kind, request, tmp_path)
-    try:
-        service = services.make()
-        session = await service.create_session(app_name=app_name, user_id="u1")
-        event = _event(delta={"k": 1})
-        await service.append_event(session, event)
-        await service.append_event(session, event)
-        assert session.events == [event]
-        got = await service.get_session(app_name=app_name, user_id="u1", session_id=session.id)
-        assert got == session
-    finally:
-        await services.close()
+    service = services.make()
+    session = await service.create_session(app_name=app_name, user_id="u1")
+    event = _event(delta={"k": 1})
+    await service.append_event(session, event)
+    await service.append_event(session, event)
+    assert session.events == [event]
+    got = await service.get_session(app_name=app_name, user_id="u1", session_id=session.id)
+    assert got == session
 
 
 @pytest.mark.parametrize("kind", OURS)
-async def test_an_integral_float_reads_back_as_an_int(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path, app_name: str
-) -> None:
+async def test_an_integral_float_reads_back_as_an_int(services: Services, app_name: str) -> None:
     """REFERENCE_DIFFERS (both): ADK's services keep ``2.0`` a float; the engine keeps JSON
     numbers as doubles, so the drop-in restores every integral one below 2**53 as an int (what ADK
     wrote for ints, the common case) and a float ``2.0`` reads back as ``2``."""
-    services = Services(kind, request, tmp_path)
-    try:
-        service = services.make()
-        state = {"f": 2.0, "i": 3, "x": 2.5, "big": 2**53, "neg": -0.0}
-        session = await service.create_session(app_name=app_name, user_id="u1", state=state)
-        got = await service.get_session(app_name=app_name, user_id="u1", session_id=session.id)
-        assert got is not None
-        for value in (session.state, got.state):
-            assert value == {"f": 2, "i": 3, "x": 2.5, "big": float(2**53), "neg": -0.0}
-            assert [type(value[k]) for k in ("f", "i", "x", "big")] == [int, int, float, float]
-    finally:
-        await services.close()
+    service = services.make()
+    state = {"f": 2.0, "i": 3, "x": 2.5, "big": 2**53, "neg": -0.0}
+    session = await service.create_session(app_name=app_name, user_id="u1", state=state)
+    got = await service.get_session(app_name=app_name, user_id="u1", session_id=session.id)
+    assert got is not None
+    for value in (session.state, got.state):
+        assert value == {"f": 2, "i": 3, "x": 2.5, "big": float(2**53), "neg": -0.0}
+        assert [type(value[k]) for k in ("f", "i", "x", "big")] == [int, int, float, float]
 
 
 # --------------------------------------------------------------------------- round trips
@@ -551,6 +598,44 @@ async def test_events_with_every_part_type_round_trip_equal(
         assert back.model_dump() == sent.model_dump()
         assert back == sent
     assert got == session
+
+
+async def _run_script(service: BaseSessionService, app_name: str) -> Session:
+    """The fixed scripted conversation through a real ``Runner`` over ``service``; the session."""
+    model = ScriptedLlm()
+    with quiet_adk():
+        runner = Runner(
+            app=App(name=app_name, root_agent=build_agents(model)), session_service=service
+        )
+        await service.create_session(app_name=app_name, user_id="user", session_id="session")
+        with deterministic_adk():
+            await run_conversation(runner, model, fixed_script())
+    session = await service.get_session(app_name=app_name, user_id="user", session_id="session")
+    assert session is not None
+    return session
+
+
+async def test_a_runner_leaves_the_session_adk_leaves(services: Services, app_name: str) -> None:
+    """A real ``Runner`` over the service (tools, parallel calls, a long-running call, a
+    confirmation, transfers, a rewind: ``tests/adk/scripted.py``'s fixed script) records the
+    events and the state that it records over ADK's ``InMemorySessionService``.
+
+    REFERENCE_DIFFERS, and here the drop-in follows the in-memory service: ADK appends a tool
+    confirmation request after the function response that it stamped earlier, so the log's
+    timestamps are not monotonic; ADK's SQLite service reads events back sorted by timestamp
+    (ties in append order), the in-memory service (and the engine's log) in append order, which
+    is the order the Runner saw them in. The SQLite reference is therefore compared with the
+    in-memory events sorted by timestamp: that is its only difference."""
+    reference = await _run_script(InMemorySessionService(), app_name)
+    got = await _run_script(services.make(), app_name)
+    if services.kind == "adk-sqlite":
+        assert got.events != reference.events
+        reference.events.sort(key=lambda event: event.timestamp)
+    assert len(got.events) == len(reference.events) > 20
+    for mine, theirs in zip(got.events, reference.events, strict=True):
+        assert mine.model_dump() == theirs.model_dump()
+    assert got.events == reference.events
+    assert got.state == reference.state
 
 
 # --------------------------------------------------------------------------- construction, faults

@@ -15,6 +15,11 @@ JSON form: ``Event.model_dump(mode="json", exclude_none=True)`` parsed strictly 
   that happened to be integral (``2.0``) therefore comes back as ``2``, the one loss of the
   conversion (ADK's sqlite service keeps ``2.0``).
 
+- ``long_running_tool_ids``: a repeated field has no presence in protobuf, so an empty set and
+  an unset one are one value. ADK's flows give every event with function calls the set of its
+  long-running ones (often empty), so such an event comes back with an empty set, any other
+  event with none (ADK treats both alike: ``if event.long_running_tool_ids``).
+
 State dicts (``Struct``) follow the same number rule.
 """
 
@@ -62,7 +67,10 @@ def event_from_proto(message: event_pb2.Event) -> Event:
         compaction.pop("start_sequence", None)
         compaction.pop("end_sequence", None)
     _integers_in_message(event_pb2.Event.DESCRIPTOR, data)
-    return Event.model_validate_json(json.dumps(data))
+    event = Event.model_validate_json(json.dumps(data))
+    if event.long_running_tool_ids is None and event.get_function_calls():
+        event.long_running_tool_ids = set()
+    return event
 
 
 def state_from_struct(state: struct_pb2.Struct) -> dict[str, Any]:

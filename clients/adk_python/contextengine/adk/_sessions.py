@@ -7,7 +7,10 @@ Behaviour is ADK's (its ``SqliteSessionService`` where ADK's services differ):
   whitespace, and made with ADK's ``platform.uuid`` when none is given; an id in use raises
   ``AlreadyExistsError``.
 - ``get_session``: ``None`` for a missing session; ``GetSessionConfig.num_recent_events`` and
-  ``after_timestamp`` (``timestamp >= after_timestamp``) filter the events, combined.
+  ``after_timestamp`` (``timestamp >= after_timestamp``) filter the events, combined. Events are
+  in append order, as ADK's in-memory service keeps them and the Runner saw them (the one point
+  where the SQLite service is not followed: it sorts by timestamp, and ADK stamps a tool
+  confirmation request later than the function response appended after it).
 - ``list_sessions``: merged states, no events, ordered by ``(last_update_time, user_id, id)``
   oldest first (the engine's ``SESSION_ORDER_LAST_UPDATE_ASC``).
 - ``delete_session``: no error for a missing session.
@@ -17,8 +20,11 @@ Behaviour is ADK's (its ``SqliteSessionService`` where ADK's services differ):
   event's timestamp. A missing session raises ``SessionNotFoundError``. A stale session object
   (another writer appended since it was read) raises ``StaleSessionError``: the session carries
   the engine's last sequence (in ADK's ``_storage_update_marker``) and the append is conditional
-  on it (``expected_last_sequence``, answered ``SEQUENCE_MISMATCH``). Appending the same event
-  again is an idempotent replay (nothing changes).
+  on it (``expected_last_sequence``, answered ``SEQUENCE_MISMATCH``). Summary events the engine
+  appended itself meanwhile (its compaction, which ADK's own compaction would have appended
+  through this object) do not make the object stale: they are added to ``session.events`` before
+  the new event and the append is retried. Appending the same event again is an idempotent
+  replay (nothing changes).
 - ``get_user_state``: the user's state without the ``user:`` prefix (empty for an unknown user).
 
 Numbers: the engine stores JSON numbers as doubles; integral ones come back as ``int``
@@ -210,22 +216,50 @@ class ContextEngineSessionService(BaseSessionService):
             event=event_to_proto(event),
         )
         expected = _expected_sequence(session)
-        if expected is not None:
-            request.expected_last_sequence = expected
-        try:
-            response = await self._backend.append_event(request)
-        except RpcError as err:
-            if err.reason == "SESSION_NOT_FOUND":
-                raise SessionNotFoundError(f"Session {session.id} not found.") from err
-            if err.reason == "SEQUENCE_MISMATCH":
-                raise StaleSessionError(
-                    f"Session {session.id} changed since this session object was read (the "
-                    f"engine's last sequence is {err.metadata.get('current_last_sequence', 'newer')}, the "
-                    f"object's {expected}); get the session again before appending to it."
-                ) from err
-            raise
+        summaries: list[Event] = []
+        while True:
+            if expected is not None:
+                request.expected_last_sequence = expected
+            try:
+                response = await self._backend.append_event(request)
+                break
+            except RpcError as err:
+                if err.reason == "SESSION_NOT_FOUND":
+                    raise SessionNotFoundError(f"Session {session.id} not found.") from err
+                if err.reason != "SEQUENCE_MISMATCH" or expected is None:
+                    raise
+                more, expected = await self._engine_summaries(session, expected)
+                if more is None:
+                    raise StaleSessionError(
+                        f"Session {session.id} changed since this session object was read "
+                        f"(another writer appended after sequence {expected}); get the session "
+                        "again before appending to it."
+                    ) from err
+                summaries.extend(more)
         if response.duplicate:
             return event  # the same event again: already recorded and applied
+        session.events.extend(summaries)
         session.last_update_time = event.timestamp
         session._storage_update_marker = _marker(response.last_sequence)
         return self._commit_event_to_session(session, event)
+
+    async def _engine_summaries(
+        self, session: Session, after: int
+    ) -> tuple[list[Event] | None, int]:
+        """The events appended after sequence ``after`` if they are all the engine's own
+        compaction summaries (written by its compaction, not by another writer: the session
+        object is then not stale), with the new last sequence; ``None`` otherwise."""
+        page = await self._backend.list_events(
+            spb.ListEventsRequest(
+                app_name=session.app_name,
+                user_id=session.user_id,
+                session_id=session.id,
+                after_sequence=after,
+                page_size=_LIST_PAGE,
+            )
+        )
+        if page.next_page_token or not page.events:
+            return None, after
+        if not all(event.actions.HasField("compaction") for event in page.events):
+            return None, after
+        return [event_from_proto(event) for event in page.events], page.events[-1].sequence
