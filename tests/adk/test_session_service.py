@@ -204,6 +204,14 @@ async def test_a_missing_session_is_none(service: BaseSessionService, app_name: 
     assert await service.get_session(app_name=f"{app_name}-x", user_id="u1", session_id="s") is None
 
 
+@pytest.mark.parametrize("session_id", ["", "a\x00b", "x" * 300])
+async def test_an_id_no_session_can_have_is_a_missing_session(
+    service: BaseSessionService, app_name: str, session_id: str
+) -> None:
+    assert await service.get_session(app_name=app_name, user_id="u1", session_id=session_id) is None
+    await service.delete_session(app_name=app_name, user_id="u1", session_id=session_id)
+
+
 # --------------------------------------------------------------------------- state scopes
 
 

@@ -13,7 +13,8 @@ Behaviour is ADK's (its ``SqliteSessionService`` where ADK's services differ):
   confirmation request later than the function response appended after it).
 - ``list_sessions``: merged states, no events, ordered by ``(last_update_time, user_id, id)``
   oldest first (the engine's ``SESSION_ORDER_LAST_UPDATE_ASC``).
-- ``delete_session``: no error for a missing session.
+- ``delete_session``: no error for a missing session. A session id the engine cannot hold
+  (empty, over 256 characters, control characters) is a missing session for both.
 - ``append_event``: a partial event is returned untouched and not stored; ``temp:`` keys of the
   delta are applied to the caller's session, then trimmed from the event (which is what is
   stored); the event keeps ADK's id and timestamp; ``session.last_update_time`` becomes the
@@ -78,6 +79,14 @@ def _expected_sequence(session: Session) -> int | None:
     if marker is None or not marker.startswith(_MARKER_PREFIX):
         return None
     return int(marker[len(_MARKER_PREFIX) :])
+
+
+def _no_such_id(err: RpcError) -> bool:
+    """A session id the engine refuses (empty, too long, control characters) names no session:
+    ADK's services answer a get of it with None and a delete with nothing."""
+    return err.reason in ("MISSING_FIELD", "INVALID_ID") and err.metadata.get("field") == (
+        "session_id"
+    )
 
 
 def _session(message: session_pb2.Session) -> Session:
@@ -163,7 +172,7 @@ class ContextEngineSessionService(BaseSessionService):
         try:
             response = await self._backend.get_session(request)
         except RpcError as err:
-            if err.reason == "SESSION_NOT_FOUND":
+            if err.reason == "SESSION_NOT_FOUND" or _no_such_id(err):
                 return None
             raise
         return _session(response.session)
@@ -189,14 +198,14 @@ class ContextEngineSessionService(BaseSessionService):
                 return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        await self._backend.delete_session(
-            spb.DeleteSessionRequest(
-                app_name=app_name,
-                user_id=user_id,
-                session_id=session_id.strip(),
-                allow_missing=True,
-            )
+        request = spb.DeleteSessionRequest(
+            app_name=app_name, user_id=user_id, session_id=session_id.strip(), allow_missing=True
         )
+        try:
+            await self._backend.delete_session(request)
+        except RpcError as err:
+            if not _no_such_id(err):
+                raise
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         response = await self._backend.get_user_state(
