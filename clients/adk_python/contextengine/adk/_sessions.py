@@ -5,7 +5,9 @@ Behaviour is ADK's (its ``SqliteSessionService`` where ADK's services differ):
 - ``create_session``: the state is split by scope by the engine (``app:`` / ``user:`` keys update
   the app and user state, ``temp:`` keys are dropped); an id is stripped of surrounding
   whitespace, and made with ADK's ``platform.uuid`` when none is given; an id in use raises
-  ``AlreadyExistsError``.
+  ``AlreadyExistsError``. Ids follow the engine's rule (at most 256 characters, no control
+  characters): a create with another id is refused (``RpcError``, ``INVALID_ID``) where ADK's
+  services would accept it.
 - ``get_session``: ``None`` for a missing session; ``GetSessionConfig.num_recent_events`` and
   ``after_timestamp`` (``timestamp >= after_timestamp``) filter the events, combined. Events are
   in append order, as ADK's in-memory service keeps them and the Runner saw them (the one point
