@@ -212,6 +212,23 @@ async def test_an_id_no_session_can_have_is_a_missing_session(
     await service.delete_session(app_name=app_name, user_id="u1", session_id=session_id)
 
 
+async def test_ids_follow_the_engines_rule(
+    service: BaseSessionService, services: Services, app_name: str
+) -> None:
+    """REFERENCE_DIFFERS: ADK's services take any id; the engine's are at most 256 characters
+    without control characters, and the drop-in raises its INVALID_ID for another."""
+    long_id = "x" * 257
+    if services.kind in OURS:
+        with pytest.raises(RpcError) as caught:
+            await service.create_session(app_name=app_name, user_id="u1", session_id=long_id)
+        assert caught.value.reason == "INVALID_ID"
+    else:
+        created = await service.create_session(app_name=app_name, user_id="u1", session_id=long_id)
+        assert created.id == long_id
+    made = await service.create_session(app_name=app_name, user_id="u1", session_id="x" * 256)
+    assert made.id == "x" * 256
+
+
 # --------------------------------------------------------------------------- state scopes
 
 
