@@ -88,6 +88,7 @@ lint: $(DEV_STAMP)
 	$(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py
 	$(BIN)/mypy clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py scripts/with_server.py
 	$(BIN)/mypy examples/python
+	$(BIN)/mypy examples/adk_python
 
 fmt: $(DEV_STAMP)
 	$(BIN)/ruff check --fix server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples

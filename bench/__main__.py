@@ -15,6 +15,7 @@ from bench import (
     DataCheckError,
     Options,
     Report,
+    adk,
     append,
     cache_sim,
     clients,
@@ -28,6 +29,7 @@ from bench import (
 Benchmark = Callable[[Options], Coroutine[Any, Any, Report]]
 
 BENCHMARKS: dict[str, Benchmark] = {
+    "adk": adk.run,
     "append": append.run,
     "cache": cache_sim.run,
     "clients": clients.run,
