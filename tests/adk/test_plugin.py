@@ -469,3 +469,39 @@ async def test_a_cache_left_to_the_agent_is_not_created(
     assert recorded.cache_name is None
     assert recorded.fingerprint == second.cache_metadata.fingerprint
     await runner.close()
+
+
+async def test_a_summary_made_before_a_model_call_joins_the_runner_session(
+    spy: Spy, backend: Backend, app_name: str
+) -> None:
+    """Token threshold: the engine summarises inside BuildContext (as ADK does before a model
+    call); the summary joins the runner's session object (the session service takes the
+    engine's own summaries), so the invocation's next append is not refused as stale."""
+    await _update_app_config(
+        backend,
+        config_pb2.AppConfig(
+            app_name=app_name,
+            events_compaction_config=config_pb2.EventsCompactionConfig(
+                token_threshold=100, event_retention_size=1
+            ),
+            summarizer=config_pb2.SummarizerConfig(
+                extractive=config_pb2.ExtractiveSummarizerConfig()
+            ),
+        ),
+    )
+    model = _WithUsage().load(SCRIPT[:4])
+    sessions = ContextEngineSessionService(backend=spy)
+    runner = _runner(app_name, model, sessions, ContextEnginePlugin(backend=spy))
+    session = await sessions.create_session(app_name=app_name, user_id=USER)
+    for text in MESSAGES[:2]:
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for _ in runner.run_async(user_id=USER, session_id=session.id, new_message=message):
+            pass
+    made = [c.compaction_sequence for c in spy.contexts if c.compaction_sequence]
+    assert made, "no summary was made before a model call"
+    stored = await sessions.get_session(app_name=app_name, user_id=USER, session_id=session.id)
+    assert stored is not None
+    summaries = [e for e in stored.events if e.actions.compaction is not None]
+    assert len(summaries) >= len(made)
+    assert len(model.requests) == 4
+    await runner.close()
