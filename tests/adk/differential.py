@@ -14,8 +14,10 @@ google-adk ``Runner``.
 ADK's clock and ids are counters (:func:`~tests.adk.scripted.deterministic_adk`) from the first
 turn on (the session is created before: the services read the clock differently); what ADK's own
 compaction code reads from them (the summary event, and the scratch events it builds to weigh a
-range) comes from a second, separate sequence, so that the rest of the run reads the same values
-on both sides: the engine writes its summary with its own clock and ids.
+range) and what its contents builder reads (scratch events, never stored; with the plugin it
+runs before the engine's in-flow summary exists) come from a second, separate sequence, so that
+the stored events read the same values on both sides: the engine writes its summary with its own
+clock and ids.
 """
 
 from __future__ import annotations
@@ -33,7 +35,10 @@ from google.adk.apps import compaction as adk_compaction
 from google.adk.apps.app import App, EventsCompactionConfig
 from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
 from google.adk.events.event import Event
-from google.adk.flows.llm_flows.context import _compaction as adk_flow_compaction
+from google.adk.flows.llm_flows.context import (
+    _compaction as adk_flow_compaction,
+    _contents as adk_contents,
+)
 from google.adk.flows.llm_flows.context._fencing import OTHER_AGENT_CONTEXT_PREAMBLE
 from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
 from google.adk.models.base_llm import BaseLlm
@@ -83,7 +88,7 @@ class SummaryClock:
     run's clock."""
 
     def __init__(self) -> None:
-        self.active = False
+        self._depth = 0
         self._last = 0.0
         self._ticks = itertools.count(1)
         self._numbers = itertools.count(1)
@@ -100,13 +105,17 @@ class SummaryClock:
     def uuid(self, main: Callable[[], str]) -> Callable[[], str]:
         return lambda: f"summary-{next(self._numbers)}" if self.active else main()
 
+    @property
+    def active(self) -> bool:
+        return self._depth > 0
+
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
-        self.active = True
+        self._depth += 1
         try:
             yield
         finally:
-            self.active = False
+            self._depth -= 1
 
 
 @contextlib.contextmanager
@@ -135,6 +144,17 @@ def _compaction_on_its_own_sequence(monkeypatch: pytest.MonkeyPatch) -> Iterator
         with side.running():
             return await threshold(*args, **kwargs)
 
+    def scratch(build: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with side.running():
+                return build(*args, **kwargs)
+
+        return wrapped
+
+    # ADK's contents builder makes scratch events (a summary or another agent's turn recast),
+    # never stored; with the plugin it sees the engine's in-flow summary only afterwards
+    for name in ("_get_contents", "_get_current_turn_contents"):
+        monkeypatch.setattr(adk_contents, name, scratch(adk_contents.__dict__[name]))
     monkeypatch.setattr(adk_compaction, "_run_compaction_for_sliding_window", sliding_window)
     monkeypatch.setattr(
         adk_flow_compaction, "_run_compaction_for_token_threshold_config", token_threshold

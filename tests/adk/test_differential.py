@@ -178,7 +178,8 @@ STRUCT_KEY_ORDER = (
     "Struct keeps no key order: the engine's summarizer prompt renders the "
     "adk_request_confirmation call's arguments ({'originalFunctionCall': {'id', 'args', "
     "'name'}, ...}) in the Struct's key order, ADK's LlmEventSummarizer in insertion order, so "
-    "the summary text (a function of the prompt) differs"
+    "the summary text (a function of the prompt) differs; the map's order varies between "
+    "processes, so it sometimes agrees"
 )
 
 
@@ -194,31 +195,14 @@ def _both_triggers() -> EventsCompactionConfig:
         )
 
 
-#: the engine writes a token-threshold summary itself, inside BuildContext (the plugin's
-#: before_model_callback), where ADK appends it through the session service to the runner's own
-#: session object
-IN_FLOW_SUMMARY = (
-    "the engine appends its token-threshold summary during BuildContext; the Session object the "
-    "runner holds is not told, so the invocation's next append_event is refused as stale "
-    "(StaleSessionError, SEQUENCE_MISMATCH)"
-)
-
 COMPACTIONS = {
     "sliding_window": _sliding_window,
     "token_threshold": _token_threshold,
     "both_triggers": _both_triggers,
 }
-_IN_FLOW = pytest.mark.xfail(reason=IN_FLOW_SUMMARY, strict=True)
 
 
-@pytest.mark.parametrize(
-    "compaction",
-    [
-        "sliding_window",
-        pytest.param("token_threshold", marks=_IN_FLOW),
-        pytest.param("both_triggers", marks=_IN_FLOW),
-    ],
-)
+@pytest.mark.parametrize("compaction", list(COMPACTIONS))
 @pytest.mark.timeout(120)
 async def test_fixed_script_with_compaction(
     compaction: str, engine: Engine, monkeypatch: pytest.MonkeyPatch, fake_gemini: FakeGemini
@@ -233,7 +217,7 @@ async def test_fixed_script_with_compaction(
     assert_same(expected, actual)
 
 
-@pytest.mark.xfail(reason=STRUCT_KEY_ORDER, strict=True)
+@pytest.mark.xfail(reason=STRUCT_KEY_ORDER, strict=False)
 @pytest.mark.timeout(120)
 async def test_a_compacted_confirmation(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     conversation = fixed_script()
@@ -267,8 +251,7 @@ async def test_generated_conversations(
 async def test_generated_conversations_compacted(
     conversation: list[Turn], engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The sliding window (the token threshold: ``IN_FLOW_SUMMARY``); every kind but the
-    confirmation (``STRUCT_KEY_ORDER``)."""
-    expected = await _reference(conversation, _sliding_window(), monkeypatch)
-    actual = await _dropins(conversation, _sliding_window(), engine, monkeypatch)
+    """Both triggers; every kind but the confirmation (``STRUCT_KEY_ORDER``)."""
+    expected = await _reference(conversation, _both_triggers(), monkeypatch)
+    actual = await _dropins(conversation, _both_triggers(), engine, monkeypatch)
     assert_same(expected, actual)
