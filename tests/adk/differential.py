@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.platform import time as adk_time, uuid as adk_uuid
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.session import Session
 from google.genai import types
 
 from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2
@@ -70,6 +72,8 @@ USER = "user"
 SESSION = "session"
 #: the Gemini model name the engine's summarizer asks the fake Gemini server for
 SUMMARY_MODEL = "gemini-fake"
+#: what the memory services are searched for after a conversation (the user's "hello <n>" turns)
+MEMORY_QUERY = "hello"
 #: how long a background compaction may take
 SETTLE_SECONDS = 30.0
 
@@ -80,6 +84,10 @@ class Outcome:
 
     requests: list[list[dict[str, Any]]]
     events: list[Event]
+    #: what the memory service finds for :data:`MEMORY_QUERY` once the session is added to it:
+    #: (author, content as JSON), sorted (ADK returns them in insertion order, the engine best
+    #: first)
+    memories: list[tuple[str, str]]
 
 
 class SummaryClock:
@@ -240,8 +248,22 @@ async def run_reference(
                 runner, model, conversation, user_id=USER, session_id=SESSION
             )
         session = await service.get_session(app_name=APP, user_id=USER, session_id=SESSION)
-    assert session is not None
-    return Outcome(run.requests, list(session.events))
+        assert session is not None
+        memories = await _remembered(runner, session)
+    return Outcome(run.requests, list(session.events), memories)
+
+
+async def _remembered(runner: Runner, session: Session) -> list[tuple[str, str]]:
+    memory = runner.memory_service
+    assert memory is not None
+    await memory.add_session_to_memory(session)
+    found = await memory.search_memory(
+        app_name=session.app_name, user_id=session.user_id, query=MEMORY_QUERY
+    )
+    return sorted(
+        (m.author or "", json.dumps(m.content.model_dump(mode="json", exclude_none=True)))
+        for m in found.memories
+    )
 
 
 def engine_app_config(
@@ -336,8 +358,9 @@ async def run_dropins(
                 runner, model, conversation, user_id=USER, session_id=SESSION, after_turn=settle
             )
         session = await service.get_session(app_name=app_name, user_id=USER, session_id=SESSION)
-    assert session is not None
-    return Outcome(run.requests, list(session.events))
+        assert session is not None
+        memories = await _remembered(runner, session)
+    return Outcome(run.requests, list(session.events), memories)
 
 
 #: what a summary event gets from whoever writes it (ADK's clock and ids, or the engine's)

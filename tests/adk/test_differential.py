@@ -49,7 +49,14 @@ def _first_difference(want: Sequence[object], got: Sequence[object]) -> str:
     return f"lengths {len(want)} (ADK) and {len(got)} (engine)"
 
 
-def assert_same(expected: Outcome, actual: Outcome) -> None:
+def assert_same(expected: Outcome, actual: Outcome, *, memories: bool = False) -> None:
+    """The model requests and the session logs; with ``memories``, also what the memory
+    services find (the fixed script only, whose rewound turn the query does not match: the
+    engine does not remember a rewound turn, ADK's InMemoryMemoryService remembers every event
+    of the session)."""
+    if memories:
+        assert actual.memories == expected.memories
+        assert expected.memories, "the memory search must find something"
     for n, (want, got) in enumerate(zip(expected.requests, actual.requests, strict=False), 1):
         assert got == want, f"model request {n} differs {_first_difference(want, got)}"
     assert len(actual.requests) == len(expected.requests)
@@ -168,7 +175,7 @@ async def test_fixed_script_without_compaction(
     conversation = fixed_script()
     expected = await _reference(conversation, None, monkeypatch)
     actual = await _dropins(conversation, None, engine, monkeypatch)
-    assert_same(expected, actual)
+    assert_same(expected, actual, memories=True)
 
 
 #: the engine renders the arguments of ADK's confirmation request (nested dicts of several keys)
@@ -214,7 +221,7 @@ async def test_fixed_script_with_compaction(
     assert any(e.actions.compaction for e in expected.events), "ADK must have compacted"
     actual = await _dropins(conversation, config(), engine, monkeypatch)
     assert fake_gemini.requests, "the engine's summarizer must have been called"
-    assert_same(expected, actual)
+    assert_same(expected, actual, memories=True)
 
 
 @pytest.mark.xfail(reason=STRUCT_KEY_ORDER, strict=False)
