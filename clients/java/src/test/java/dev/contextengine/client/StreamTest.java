@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -73,9 +74,18 @@ class StreamTest {
       for (int i = 0; i < total / 2; i++) {
         direct.appendEvent(ref.appendEvent(SessionRef.said("user", "i", "before " + i)));
       }
+      // The live events go out only after the first cut, so the stream cannot be read to its end
+      // before any cut (a fast machine, or a slow one that delays the cutter).
+      CountDownLatch firstCut = new CountDownLatch(1);
       Thread writer =
           new Thread(
               () -> {
+                try {
+                  firstCut.await();
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                  return;
+                }
                 for (int i = total / 2; i < total; i++) {
                   direct.appendEvent(ref.appendEvent(SessionRef.said("user", "i", "live " + i)));
                 }
@@ -87,6 +97,7 @@ class StreamTest {
                   for (int i = 0; i < 6; i++) {
                     Thread.sleep(50 + random.nextInt(250));
                     proxy.cutAll();
+                    firstCut.countDown();
                   }
                 } catch (InterruptedException e) {
                   Thread.currentThread().interrupt();
