@@ -12,6 +12,7 @@ import kotlin.random.Random
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 import kotlin.time.TimeSource
+import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.delay
@@ -52,13 +53,18 @@ class StreamKtTest {
                     val ref = newSession(direct).ref
                     repeat(total / 2) { direct.appendEvent(ref, said("user", "i", "before $it")) }
                     val reconnects = Collections.synchronizedList(mutableListOf<ContextEngineException>())
+                    // The live events go out only after the first cut, so the stream cannot be
+                    // read to its end before any cut (a loaded machine delays the cutter).
+                    val firstCut = CompletableDeferred<Unit>()
                     val writer = launch(Dispatchers.Default) {
+                        firstCut.await()
                         for (i in total / 2 until total) direct.appendEvent(ref, said("user", "i", "live $i"))
                     }
                     val cutter = launch(Dispatchers.Default) {
                         repeat(6) {
                             delay(50L + random.nextInt(250))
                             proxy.cutAll()
+                            firstCut.complete(Unit)
                         }
                     }
                     val seen = withTimeout(wait) {
