@@ -35,7 +35,7 @@ from contextengine.adk import (
     EmbeddedBackend,
     SidecarBackend,
 )
-from contextengine.adk._memory import content_to_genai
+from contextengine.adk._convert import content_to_genai
 from contextengine.adk._plugin import model_identity
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,

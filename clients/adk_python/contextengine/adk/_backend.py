@@ -118,3 +118,33 @@ def resolve_backend(
 
     assert db is not None
     return embedded_backend(db), True
+
+
+class UsesBackend:
+    """What the three drop-ins share: the backend their constructor names, and closing it when
+    they made it."""
+
+    _backend: Backend
+    _owns_backend: bool
+
+    def _use_backend(
+        self,
+        *,
+        target: str | None,
+        db: str | None,
+        backend: Backend | None,
+        client_options: dict[str, Any],
+    ) -> None:
+        self._backend, self._owns_backend = resolve_backend(
+            target=target, db=db, backend=backend, client_options=client_options
+        )
+
+    @property
+    def backend(self) -> Backend:
+        """The backend, to share with the other drop-ins (``backend=``)."""
+        return self._backend
+
+    async def close(self) -> None:
+        """Closes the backend if this drop-in made it (not a ``backend=`` it was given)."""
+        if self._owns_backend:
+            await self._backend.aclose()

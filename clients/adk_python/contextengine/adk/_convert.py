@@ -31,11 +31,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from google.adk.events.event import Event
+from google.genai import types
 from google.protobuf import json_format, struct_pb2
 from google.protobuf.descriptor import Descriptor
 from pydantic_core import to_jsonable_python
 
-from contextengine.v1 import event_pb2
+from contextengine.v1 import content_pb2, event_pb2
 
 __all__ = ["event_from_proto", "event_to_proto", "state_from_struct", "state_to_struct"]
 
@@ -85,6 +86,21 @@ def state_to_struct(state: Mapping[str, Any]) -> struct_pb2.Struct:
     (datetimes, pydantic models...)."""
     out = struct_pb2.Struct()
     out.update(to_jsonable_python(dict(state)))
+    return out
+
+
+def content_to_genai(content: content_pb2.Content) -> types.Content:
+    """A proto ``Content`` as google-genai's ``Content`` (integral numbers inside function-call
+    arguments and responses as ``int``, as ADK and google-genai produce them)."""
+    data: dict[str, Any] = json_format.MessageToDict(content, preserving_proto_field_name=True)
+    _integers_in_message(content_pb2.Content.DESCRIPTOR, data)
+    return types.Content.model_validate(data)
+
+
+def content_to_proto(content: types.Content) -> content_pb2.Content:
+    """google-genai's ``Content`` as the proto ``Content``."""
+    out = content_pb2.Content()
+    json_format.ParseDict(content.model_dump(mode="json", exclude_none=True), out)
     return out
 
 

@@ -26,19 +26,16 @@ the event's content, ``author``, ``timestamp`` as ADK formats it (``datetime.fro
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
-from google.genai import types
-from google.protobuf import json_format
-from google.protobuf.descriptor import Descriptor
 
-from contextengine.adk._backend import Backend, resolve_backend
-from contextengine.v1 import content_pb2, memory_pb2, memory_service_pb2 as mpb, session_service_pb2
+from contextengine.adk._backend import Backend, UsesBackend
+from contextengine.adk._convert import content_to_genai
+from contextengine.v1 import memory_pb2, memory_service_pb2 as mpb, session_service_pb2
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -50,64 +47,6 @@ __all__ = ["ContextEngineMemoryService"]
 MAX_QUERY_CHARS = 10_000
 #: most sequences one AddEventsToMemory call may name
 _MAX_SEQUENCES = 1000
-
-_JSON_VALUE_MESSAGES = frozenset(
-    {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
-)
-_MAX_EXACT_INTEGER = 2**53
-
-
-def content_to_genai(content: content_pb2.Content) -> types.Content:
-    """A proto ``Content`` as google-genai's ``Content`` (integral numbers inside function-call
-    arguments and responses as ``int``, as ADK and google-genai produce them)."""
-    data: dict[str, Any] = json_format.MessageToDict(content, preserving_proto_field_name=True)
-    _restore_integers(content_pb2.Content.DESCRIPTOR, data)
-    return types.Content.model_validate(data)
-
-
-def content_to_proto(content: types.Content) -> content_pb2.Content:
-    """google-genai's ``Content`` as the proto ``Content``."""
-    out = content_pb2.Content()
-    json_format.ParseDict(content.model_dump(mode="json", exclude_none=True), out)
-    return out
-
-
-def _restore_integers(descriptor: Descriptor, message: dict[str, Any]) -> None:
-    """In place: integral doubles back to ints inside the JSON-valued fields of a message dict."""
-    for name, value in list(message.items()):
-        field = descriptor.fields_by_name.get(name)
-        if field is None or field.message_type is None:
-            continue
-        kind = field.message_type
-        if kind.GetOptions().map_entry:
-            value_kind = kind.fields_by_name["value"].message_type
-            if value_kind is not None:
-                message[name] = {k: _restore_in(value_kind, v) for k, v in value.items()}
-        elif field.is_repeated:
-            message[name] = [_restore_in(kind, item) for item in value]
-        else:
-            message[name] = _restore_in(kind, value)
-
-
-def _restore_in(descriptor: Descriptor, value: Any) -> Any:
-    if descriptor.full_name in _JSON_VALUE_MESSAGES:
-        return _as_int(value)
-    if isinstance(value, dict):
-        _restore_integers(descriptor, value)
-    return value
-
-
-def _as_int(value: Any) -> Any:
-    if isinstance(value, float):
-        negative_zero = value == 0.0 and math.copysign(1.0, value) < 0.0
-        if value.is_integer() and abs(value) < _MAX_EXACT_INTEGER and not negative_zero:
-            return int(value)
-        return value
-    if isinstance(value, dict):
-        return {key: _as_int(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_as_int(item) for item in value]
-    return value
 
 
 def format_timestamp(timestamp: float) -> str:
@@ -126,7 +65,7 @@ def entry_to_adk(entry: memory_pb2.MemoryEntry) -> MemoryEntry:
     )
 
 
-class ContextEngineMemoryService(BaseMemoryService):
+class ContextEngineMemoryService(UsesBackend, BaseMemoryService):
     """google-adk's memory service, backed by the engine.
 
     Pass exactly one of ``target=`` (a sidecar address), ``db=`` (a SQLite file or
@@ -142,18 +81,7 @@ class ContextEngineMemoryService(BaseMemoryService):
         backend: Backend | None = None,
         **client_options: Any,
     ) -> None:
-        self._backend, self._owns_backend = resolve_backend(
-            target=target, db=db, backend=backend, client_options=client_options
-        )
-
-    @property
-    def backend(self) -> Backend:
-        return self._backend
-
-    async def close(self) -> None:
-        """Closes the backend if this service made it (not a ``backend=`` it was given)."""
-        if self._owns_backend:
-            await self._backend.aclose()
+        self._use_backend(target=target, db=db, backend=backend, client_options=client_options)
 
     async def add_session_to_memory(self, session: Session) -> None:
         await self._backend.add_session_to_memory(

@@ -43,8 +43,8 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 from google.protobuf import json_format, struct_pb2
 
-from contextengine.adk._backend import Backend, resolve_backend
-from contextengine.adk._memory import content_to_genai, content_to_proto
+from contextengine.adk._backend import Backend, UsesBackend
+from contextengine.adk._convert import content_to_genai, content_to_proto
 from contextengine.client import RpcError
 from contextengine.v1 import compaction_service_pb2 as kpb, context_service_pb2 as cpb
 
@@ -142,7 +142,7 @@ def _double_configuration(ic: InvocationContext) -> str | None:
     return " and ".join(found) or None
 
 
-class ContextEnginePlugin(BasePlugin):
+class ContextEnginePlugin(UsesBackend, BasePlugin):
     """The engine builds the model contents (and makes the prompt-cache decision) of every
     model call; see the module documentation.
 
@@ -161,19 +161,9 @@ class ContextEnginePlugin(BasePlugin):
         **client_options: Any,
     ) -> None:
         super().__init__(name)
-        self._backend, self._owns_backend = resolve_backend(
-            target=target, db=db, backend=backend, client_options=client_options
-        )
+        self._use_backend(target=target, db=db, backend=backend, client_options=client_options)
         #: (invocation id, agent name) -> the cache metadata the pending model call records
         self._pending_cache: dict[tuple[str, str], CacheMetadata] = {}
-
-    @property
-    def backend(self) -> Backend:
-        return self._backend
-
-    async def close(self) -> None:
-        if self._owns_backend:
-            await self._backend.aclose()
 
     def _check_app(self, ic: InvocationContext) -> None:
         found = _double_configuration(ic)

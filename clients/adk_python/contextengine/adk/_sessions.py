@@ -49,7 +49,7 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 
-from contextengine.adk._backend import Backend, resolve_backend
+from contextengine.adk._backend import Backend, UsesBackend
 from contextengine.adk._convert import (
     event_from_proto,
     event_to_proto,
@@ -104,7 +104,7 @@ def _session(message: session_pb2.Session) -> Session:
     return session
 
 
-class ContextEngineSessionService(BaseSessionService):
+class ContextEngineSessionService(UsesBackend, BaseSessionService):
     """ADK's session service over a contextengine sidecar (``target="host:port"``) or the engine
     embedded in this process (``db="agent.db"`` or ``":memory:"``), or over a ``backend`` shared
     with the other drop-ins. ``client_options`` (with ``target``) go to the Python client
@@ -118,19 +118,7 @@ class ContextEngineSessionService(BaseSessionService):
         backend: Backend | None = None,
         **client_options: Any,
     ) -> None:
-        self._backend, self._owns_backend = resolve_backend(
-            target=target, db=db, backend=backend, client_options=client_options
-        )
-
-    @property
-    def backend(self) -> Backend:
-        """The backend, to share with ``ContextEngineMemoryService`` / ``ContextEnginePlugin``."""
-        return self._backend
-
-    async def close(self) -> None:
-        """Closes the backend if this service made it (not a ``backend=`` it was given)."""
-        if self._owns_backend:
-            await self._backend.aclose()
+        self._use_backend(target=target, db=db, backend=backend, client_options=client_options)
 
     async def create_session(
         self,
