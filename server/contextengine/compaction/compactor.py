@@ -42,6 +42,7 @@ from contextengine.compaction.types import (
     View,
 )
 from contextengine.core.compaction import PlanResult
+from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.runtime.resolver import ConfigResolver
 from contextengine.store import EventStore, SessionKey
@@ -76,6 +77,7 @@ class Compactor:
         backoff_seconds: float = 2.0,
         max_backoff_seconds: float = 300.0,
         policy: CompactionPolicy | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         """``resolver``: the configuration in effect (a session's compaction configuration over
         its app's); ``policy`` reviews automatic compactions (None: google-adk's triggers and
@@ -86,7 +88,9 @@ class Compactor:
         self._clock = clock
         self._new_id = new_id
         self._summarizers = SummarizerPool(resolver, summarizers)
-        self._sessions = Sessions(clock, backoff_seconds, max_backoff_seconds)
+        self._sessions = Sessions(
+            clock, backoff_seconds, max_backoff_seconds, shared_lock=store.compaction_lock
+        )
         self._runner = Runner(
             store,
             events,
@@ -96,6 +100,7 @@ class Compactor:
             clock=clock,
             new_id=new_id,
             policy=policy,
+            telemetry=telemetry,
         )
         self._token_check = TokenCheck(resolver, self._sessions, self._runner)
         self._scheduler = Scheduler(self._sessions, self._runner)

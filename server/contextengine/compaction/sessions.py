@@ -9,8 +9,8 @@ A session's state is dropped once no call uses it and it holds nothing to keep: 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 from contextengine.compaction.types import SessionStatus
@@ -62,10 +62,19 @@ class SessionState:
 class Sessions:
     """The sessions' compaction state, their locks and their failure backoff."""
 
-    def __init__(self, clock: Callable[[], float], backoff: float, max_backoff: float) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        backoff: float,
+        max_backoff: float,
+        shared_lock: Callable[[SessionKey], AbstractAsyncContextManager[None]] | None = None,
+    ) -> None:
         """``backoff``: the delay after a first failure, doubled per consecutive failure up to
-        ``max_backoff`` (seconds)."""
+        ``max_backoff`` (seconds). ``shared_lock``: the store's lock of a session's compaction
+        among the processes sharing it (``EventStore.compaction_lock``), taken inside this
+        process's own lock (None: this process's lock alone)."""
         self._clock = clock
+        self._shared_lock = shared_lock
         self._backoff = backoff
         self._max_backoff = max_backoff
         self._states: dict[SessionKey, SessionState] = {}
@@ -91,8 +100,16 @@ class Sessions:
             del self._states[key]
 
     def lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
-        """Holds the session's compaction lock: one compaction of a session at a time."""
-        return self._locks.hold(key)
+        """Holds the session's compaction lock: one compaction of a session at a time, in this
+        process and (with ``shared_lock``) in every process sharing the store."""
+        return self._hold(key)
+
+    @asynccontextmanager
+    async def _hold(self, key: SessionKey) -> AsyncIterator[None]:
+        async with self._locks.hold(key):
+            shared = self._shared_lock(key) if self._shared_lock is not None else nullcontext()
+            async with shared:
+                yield
 
     def backing_off(self, state: SessionState) -> bool:
         return state.retry_after > self._clock()

@@ -41,6 +41,10 @@ Positions and commit notifications (what subscriptions are built on):
   None; ``add_storage_listener`` registers a callback told of every change of it (on the event
   loop). The sidecar's health follows it. A store that cannot fail this way (memory) always says
   None and never calls its listeners.
+* ``compaction_lock`` is held around one compaction of a session: exclusive among every process
+  that shares the store (PostgreSQL: an advisory lock). Within one process the compactor already
+  serialises a session's compactions, so a store only one process opens (SQLite, memory) holds
+  nothing there.
 * Reads that serve subscriptions return positions: ``list_logged_events`` (one session, by
   sequence), ``list_events_after_position`` (every session of an app, or of one user, by position)
   and ``get_state`` (the merged state with the last position it reflects: every change at or
@@ -50,6 +54,7 @@ Positions and commit notifications (what subscriptions are built on):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
@@ -251,6 +256,10 @@ class EventStore(Protocol):
     def add_storage_listener(self, listener: StorageListener) -> Callable[[], None]:
         """Calls ``listener`` with the problem when the store stops being writable and with None
         when it is writable again, until the returned function is called."""
+
+    def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
+        """Held around one compaction of the session (see the module contract): waits while
+        another process sharing the store compacts it."""
 
     async def page_token_key(self) -> bytes:
         """A random key of this store, kept with its data (the same after a restart, in

@@ -12,6 +12,7 @@ import copy
 import heapq
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -90,6 +91,11 @@ class MemoryStore:
     def storage_problem(self) -> ContextEngineError | None:
         """Always None: memory does not stop being writable."""
         return None
+
+    def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
+        """Nothing to hold: one process opens this store, and its compactor serialises a
+        session's compactions itself."""
+        return nullcontext()
 
     def add_storage_listener(self, listener: StorageListener) -> Callable[[], None]:
         """``listener`` is never called (see ``storage_problem``)."""

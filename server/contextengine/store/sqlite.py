@@ -19,6 +19,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar, get_args
@@ -26,6 +27,7 @@ from typing import Any, TypeVar, get_args
 import aiosqlite
 
 from contextengine.core.errors import ContextEngineError
+from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.store import _secrets, _sqlite_ops as ops, _sqlite_reads as reads
 from contextengine.store._append import copy_event
 from contextengine.store._base import (
@@ -71,6 +73,7 @@ class SqliteStore:
         max_batch: int = 256,
         probe_seconds: float = 1.0,
         free_bytes: Callable[[], int] | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         """``probe_seconds``: while the file cannot be written, how often a probe write checks
         whether it can again; ``free_bytes``: the room left on the file's file system (the
@@ -91,6 +94,8 @@ class SqliteStore:
         self._storage_listeners: list[StorageListener] = []
         self._lock = DatabaseLock(path)
         self._closed = False
+        #: told of every write's commit (its latency, as the caller waits for it) in a span
+        self.telemetry = telemetry
 
     async def open(self) -> None:
         """Opens (and migrates) the file; ``DatabaseLockedError`` while another process (or
@@ -146,6 +151,11 @@ class SqliteStore:
     def storage_problem(self) -> ContextEngineError | None:
         """Why the store cannot write (STORAGE_FULL / STORAGE_UNAVAILABLE), or None."""
         return None if self._writer is None else self._writer.storage_problem
+
+    def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
+        """Nothing to hold: one process opens this store, and its compactor serialises a
+        session's compactions itself."""
+        return nullcontext()
 
     def add_storage_listener(self, listener: StorageListener) -> Callable[[], None]:
         """Calls ``listener`` (on the event loop) with the problem when the store stops being
@@ -336,7 +346,19 @@ class SqliteStore:
         return self._writer
 
     async def _write(self, op: Callable[[WriteTx], T]) -> T:
-        return await self._open_writer().submit(op)
+        writer = self._open_writer()
+        telemetry = self.telemetry
+        if telemetry is NO_TELEMETRY:
+            return await writer.submit(op)
+        start = time.perf_counter()
+        ok = False
+        try:
+            with telemetry.span("store.commit", {"db.system": "sqlite"}):
+                result = await writer.submit(op)
+            ok = True
+            return result
+        finally:
+            telemetry.store_commit(time.perf_counter() - start, ok)
 
     async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
         if self._reader is None:
