@@ -86,7 +86,12 @@ LAYERS = (
         "cli",
         (),
         ("root", "server", "service", "engine", *_BELOW_ENGINE),
-        modules=(f"{PACKAGE}.cli", f"{PACKAGE}.__main__", f"{PACKAGE}.testing"),
+        modules=(
+            f"{PACKAGE}.cli",
+            f"{PACKAGE}.config",
+            f"{PACKAGE}.__main__",
+            f"{PACKAGE}.testing",
+        ),
     ),
     # the client distribution (clients/python): its package, and the programs beside it that are
     # not in the package (its conformance runner)

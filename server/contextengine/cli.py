@@ -1,4 +1,9 @@
-"""The ``contextengine`` command line."""
+"""The ``contextengine`` command line: ``serve``, ``config show`` and ``config check``.
+
+``serve``'s setting flags are not written here: one flag per field of ``ServerSettings``, with the
+field's help text, is derived by :func:`add_setting_flags` (``contextengine.config`` has the
+rule), so a field added there is a flag, a ``CONTEXTENGINE_`` variable and a file key at once.
+Besides the settings, the only option is ``--config FILE``, which says where settings come from."""
 
 from __future__ import annotations
 
@@ -10,9 +15,62 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from contextengine.server import DEFAULT_DB, DEFAULT_LISTEN, ServerSettings, serve
+from contextengine.config import (
+    CONFIG_ENV,
+    Config,
+    ConfigError,
+    Setting,
+    load,
+    mask,
+    settings_fields,
+    toml_value,
+)
+from contextengine.server import ServerSettings, serve
 from contextengine.store.sqlite import DatabaseLockedError
 from contextengine.version import __version__
+
+_PRECEDENCE = (
+    "Each setting is taken from, highest first: its flag, its CONTEXTENGINE_<NAME> environment "
+    f"variable, the TOML file of --config (or {CONFIG_ENV}), its default."
+)
+
+
+def _flag_help(item: Setting) -> str:
+    default = item.external(item.default)
+    shown = "unset" if default is None else default
+    text = f"{item.help} (default: {shown}; env {item.env})"
+    return text.replace("%", "%%")  # argparse formats help strings with %
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting (only the flags given end up in the namespace, under the setting's
+    name), and ``--config``."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"TOML configuration file, flat keys named as the settings (env {CONFIG_ENV})",
+    )
+    group = parser.add_argument_group("settings", _PRECEDENCE)
+    for item in settings_fields():
+        if item.is_bool:
+            group.add_argument(
+                item.flag,
+                dest=item.name,
+                action=argparse.BooleanOptionalAction,
+                default=argparse.SUPPRESS,
+                help=_flag_help(item),
+            )
+            continue
+        metavar = "{" + ",".join(item.choices) + "}" if item.choices else item.metavar
+        group.add_argument(
+            item.flag,
+            dest=item.name,
+            default=argparse.SUPPRESS,
+            metavar=metavar,
+            help=_flag_help(item),
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,111 +80,24 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"contextengine {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("serve", help="run the sidecar until SIGTERM/SIGINT")
-    run.add_argument(
-        "--listen",
-        default=DEFAULT_LISTEN,
-        help=f"host:port (port 0 = any free port) or unix:/path.sock (default {DEFAULT_LISTEN})",
-    )
-    run.add_argument(
-        "--db",
-        default=DEFAULT_DB,
-        help=(
-            f"SQLite file, or :memory: for a throw-away store (default ./{DEFAULT_DB}); one "
-            "sidecar per file (it holds <db>.lock; a second one exits with status 1)"
+    add_setting_flags(run)
+    config = sub.add_parser("config", help="show or check the configuration")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    show = config_sub.add_parser(
+        "show",
+        help="print the effective configuration as TOML, with where each value came from",
+        description=(
+            "The settings `serve` would run with (the same flags, environment and file), each "
+            "line commented with its source; secrets are masked."
         ),
     )
-    run.add_argument(
-        "--durability",
-        choices=["normal", "full"],
-        default="normal",
-        help="normal: acknowledged events survive a process crash; full: also power loss",
+    add_setting_flags(show)
+    check = config_sub.add_parser(
+        "check",
+        help="check a configuration file (keys and values), ignoring the environment",
     )
-    run.add_argument(
-        "--max-request-bytes",
-        type=int,
-        default=4 * 1024 * 1024,
-        help="largest accepted request in bytes (default 4 MiB)",
-    )
-    run.add_argument(
-        "--grace-seconds",
-        type=float,
-        default=10.0,
-        help="time in-flight requests get to finish on shutdown (default 10)",
-    )
-    run.add_argument("--port-file", type=Path, help="write the bound port to this file")
-    run.add_argument(
-        "--gemini-base-url",
-        default=None,
-        help=(
-            "Gemini endpoint for Gemini summarizers and managed caches (default: google-genai's, "
-            "or GOOGLE_GEMINI_BASE_URL); the key comes from GEMINI_API_KEY / GOOGLE_API_KEY"
-        ),
-    )
-    run.add_argument(
-        "--memory-fts",
-        choices=["auto", "on", "off"],
-        default="auto",
-        help="memory search: SQLite FTS5 when available (auto), required (on), or LIKE (off)",
-    )
-    run.add_argument(
-        "--subscription-max-hold-ms",
-        type=float,
-        default=50.0,
-        help=(
-            "when busy, the longest a batched subscriber waits for its next live message "
-            "(default 50; lower: fresher deliveries, more load)"
-        ),
-    )
-    run.add_argument(
-        "--subscription-target-load",
-        type=float,
-        default=0.75,
-        help=(
-            "share of the event loop's time (0-1] above which batched subscribers are paced "
-            "(default 0.75)"
-        ),
-    )
-    run.add_argument(
-        "--subscriber-buffer-bytes",
-        type=int,
-        default=32 * 1024 * 1024,
-        help=(
-            "bytes of events a subscriber may have waiting before its stream ends with "
-            "SUBSCRIBER_LAGGED, resumable from its cursor (default 32 MiB)"
-        ),
-    )
-    run.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="log level (INFO logs one line per RPC)",
-    )
+    check.add_argument("file", type=Path, metavar="FILE")
     return parser
-
-
-def serve_settings(args: argparse.Namespace) -> ServerSettings:
-    """The settings ``serve`` runs with; ValueError (its message names the flag) for values no
-    server can run with."""
-    if args.max_request_bytes <= 0:
-        raise ValueError("--max-request-bytes must be positive")
-    if not args.subscription_max_hold_ms > 0:
-        raise ValueError("--subscription-max-hold-ms must be positive")
-    if not 0 < args.subscription_target_load <= 1:
-        raise ValueError("--subscription-target-load must be in (0, 1]")
-    if args.subscriber_buffer_bytes <= 0:
-        raise ValueError("--subscriber-buffer-bytes must be positive")
-    return ServerSettings(
-        listen=args.listen,
-        db=args.db,
-        durability=args.durability,
-        max_request_bytes=args.max_request_bytes,
-        grace_seconds=args.grace_seconds,
-        gemini_base_url=args.gemini_base_url,
-        memory_fts=args.memory_fts,
-        subscription_max_hold_seconds=args.subscription_max_hold_ms / 1000.0,
-        subscription_target_load=args.subscription_target_load,
-        subscriber_buffer_bytes=args.subscriber_buffer_bytes,
-    )
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -134,20 +105,70 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return _parser().parse_args(argv)
 
 
+def _flags_given(args: argparse.Namespace) -> dict[str, object]:
+    return {item.name: getattr(args, item.name) for item in settings_fields() if item.name in args}
+
+
+def load_config(args: argparse.Namespace) -> Config:
+    """The configuration of ``serve`` / ``config show``: flags, environment, file, defaults."""
+    return load(_flags_given(args), config_file=args.config)
+
+
+def serve_settings(args: argparse.Namespace) -> ServerSettings:
+    """The settings ``serve`` runs with; ValueError (ConfigError: its message names the setting
+    and its source) for values no server can run with."""
+    return load_config(args).settings
+
+
+def _show(config: Config) -> str:
+    lines = [
+        "# the effective configuration of `contextengine serve`: flags > CONTEXTENGINE_ "
+        "environment > file > defaults",
+    ]
+    if config.file is not None:
+        lines.append(f"# file: {config.file}")
+    for value in config.values:
+        item = value.setting
+        shown = mask(item, item.external(value.value))
+        source = value.where if value.kind != "file" else f"file {config.file}"
+        if shown is None:
+            lines.append(f"# {item.name} is unset  # {source}")
+        else:
+            lines.append(f"{item.name} = {toml_value(shown)}  # {source}")
+    return "\n".join(lines) + "\n"
+
+
+def _config_command(args: argparse.Namespace) -> int:
+    if args.config_command == "show":
+        sys.stdout.write(_show(load_config(args)))
+        return 0
+    checked = load({}, environ={}, config_file=args.file)
+    given = sum(1 for value in checked.values if value.kind == "file")
+    print(f"{args.file}: ok ({given} of {len(checked.values)} settings set)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     try:
+        if args.command == "config":
+            return _config_command(args)
         settings = serve_settings(args)
-    except ValueError as error:
+    except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
+    return _serve(settings)
+
+
+def _serve(settings: ServerSettings) -> int:
     logging.basicConfig(
-        level=getattr(logging, args.log_level),
+        level=getattr(logging, settings.log_level),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
     )
+    port_file = Path(settings.port_file) if settings.port_file else None
     try:
-        asyncio.run(serve(settings, port_file=args.port_file))
+        asyncio.run(serve(settings, port_file=port_file))
     except DatabaseLockedError as error:
         # Another sidecar serves this file (``make run`` twice, two replicas on one volume).
         logging.getLogger("contextengine.server").error("not started: %s", error)

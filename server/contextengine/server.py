@@ -8,13 +8,16 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Annotated, Literal
 
 import grpc
+from annotated_types import Ge, Gt
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
 from contextengine.core.errors import ContextEngineError
+from contextengine.core.setting import setting
 from contextengine.engine import DEFAULT_DB, MEMORY_DB, Engine, EngineSettings, open_engine
 from contextengine.memory.service import MemoryService
 from contextengine.prompt_cache.service import PromptCache
@@ -73,13 +76,23 @@ class ServerSettings(EngineSettings):
     subscriptions, compaction, memory, Gemini) and the transport's. Defaults are what
     ``contextengine serve`` uses without flags."""
 
-    #: ``host:port`` (port 0 picks a free port) or ``unix:/path/to.sock``
-    listen: str = DEFAULT_LISTEN
-    #: largest accepted request; larger ones fail with RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE
-    #: (beyond twice it, with gRPC's own RESOURCE_EXHAUSTED and no ErrorInfo: see errors.proto)
-    max_request_bytes: int = 4 * 1024 * 1024
-    #: seconds in-flight RPCs get to finish on shutdown
-    grace_seconds: float = 10.0
+    listen: str = setting(
+        DEFAULT_LISTEN, "host:port (port 0 picks a free port) or unix:/path/to.sock"
+    )
+    #: larger requests fail with RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE (beyond twice it, with
+    #: gRPC's own RESOURCE_EXHAUSTED and no ErrorInfo: see errors.proto)
+    max_request_bytes: Annotated[int, Gt(0)] = setting(
+        4 * 1024 * 1024, "largest accepted request in bytes"
+    )
+    grace_seconds: Annotated[float, Ge(0)] = setting(
+        10.0, "seconds in-flight requests get to finish on shutdown"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = setting(
+        "INFO", "log level of `contextengine serve` (INFO logs one line per RPC)"
+    )
+    port_file: str | None = setting(
+        None, "`contextengine serve` writes the bound port to this file once it serves"
+    )
 
     def engine(self) -> EngineSettings:
         """The engine's part of these settings."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
+from annotated_types import Gt, Interval
+
+from contextengine.core.setting import setting
 from contextengine.memory import FtsMode
 from contextengine.subscriptions.pacing import LivePacer
 
@@ -16,38 +19,63 @@ MEMORY_DB = ":memory:"
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """The engine's part of ``ServerSettings`` (same fields, same defaults). Values no engine can
-    run with raise ValueError when the settings are made."""
+    """The engine's part of ``ServerSettings`` (same fields, same defaults). Every field is a
+    :func:`~contextengine.core.setting.setting`: its flag, environment variable and configuration
+    file key are derived from it (``contextengine.config``), and so is the check of its range
+    (the ``Annotated`` constraints). Values no engine can run with raise ValueError when the
+    settings are made."""
 
-    #: SQLite file path, or ``:memory:`` for a non-persistent in-process store; one process per
-    #: file (opening fails with ``DatabaseLockedError`` while another holds ``<db>.lock``)
-    db: str = DEFAULT_DB
-    #: "normal": survives a crash of the process; "full": also survives power loss (slower)
-    durability: Literal["normal", "full"] = "normal"
-    #: changes a subscriber may have waiting before it is ended with SUBSCRIBER_LAGGED
-    subscriber_buffer: int = 1024
-    #: bytes of events (encoded) a subscriber may have waiting before it is ended with
-    #: SUBSCRIBER_LAGGED: what one stalled subscriber can pin in memory
-    subscriber_buffer_bytes: int = 32 * 1024 * 1024
-    #: seconds between heartbeats of idle subscription streams, unless the request says otherwise
-    heartbeat_seconds: float = 15.0
-    #: Gemini endpoint for Gemini summarizers and managed caches (None: google-genai's default,
-    #: or the GOOGLE_GEMINI_BASE_URL environment variable); the key comes from GEMINI_API_KEY or
-    #: GOOGLE_API_KEY
-    gemini_base_url: str | None = None
-    #: first backoff (seconds) after a failed summary; doubles per consecutive failure
-    compaction_backoff_seconds: float = 2.0
-    #: memory search with a SQLite store: "auto" uses FTS5 when SQLite has it, "on" requires
-    #: it, "off" searches without it (instr matching, ranked by matched terms)
-    memory_fts: FtsMode = "auto"
-    #: time limit (seconds) of one managed Gemini cache call (create or delete)
-    gemini_cache_timeout_seconds: float = 10.0
-    #: when the event loop is busy, the longest a batched subscriber waits for its next live
-    #: message (seconds); lower: fresher deliveries, more messages, less loop time for the rest
-    subscription_max_hold_seconds: float = 0.05
-    #: the share of its time the event loop's thread may spend (running or waiting for a CPU)
-    #: before batched subscribers are paced, in (0, 1]; lower: pacing starts earlier
-    subscription_target_load: float = 0.75
+    db: str = setting(
+        DEFAULT_DB,
+        "SQLite file, or :memory: for a throw-away store; one sidecar per file (it holds "
+        "<db>.lock; a second one exits with status 1)",
+    )
+    durability: Literal["normal", "full"] = setting(
+        "normal",
+        "normal: acknowledged events survive a crash of the process; full: also power loss "
+        "(slower)",
+    )
+    subscriber_buffer: Annotated[int, Gt(0)] = setting(
+        1024, "changes a subscriber may have waiting before it is ended with SUBSCRIBER_LAGGED"
+    )
+    subscriber_buffer_bytes: Annotated[int, Gt(0)] = setting(
+        32 * 1024 * 1024,
+        "bytes of events (encoded) a subscriber may have waiting before its stream ends with "
+        "SUBSCRIBER_LAGGED, resumable from its cursor: what one stalled subscriber can pin in "
+        "memory",
+    )
+    heartbeat_seconds: Annotated[float, Gt(0)] = setting(
+        15.0,
+        "seconds between heartbeats of idle subscription streams, unless a request asks otherwise",
+    )
+    gemini_base_url: str | None = setting(
+        None,
+        "Gemini endpoint for Gemini summarizers and managed caches (unset: google-genai's "
+        "default, or GOOGLE_GEMINI_BASE_URL); the key comes from GEMINI_API_KEY or GOOGLE_API_KEY",
+    )
+    compaction_backoff_seconds: Annotated[float, Gt(0)] = setting(
+        2.0, "first backoff (seconds) after a failed summary; doubles per consecutive failure"
+    )
+    memory_fts: FtsMode = setting(
+        "auto",
+        "memory search with a SQLite store: auto uses FTS5 when SQLite has it, on requires it, "
+        "off searches without it (instr matching, ranked by matched terms)",
+    )
+    gemini_cache_timeout_seconds: Annotated[float, Gt(0)] = setting(
+        10.0, "time limit (seconds) of one managed Gemini cache call (create or delete)"
+    )
+    subscription_max_hold_seconds: Annotated[float, Gt(0)] = setting(
+        0.05,
+        "when the event loop is busy, the longest a batched subscriber waits for its next live "
+        "message, in milliseconds (lower: fresher deliveries, more messages, more load)",
+        flag="--subscription-max-hold-ms",
+        scale=0.001,
+    )
+    subscription_target_load: Annotated[float, Interval(gt=0, le=1)] = setting(
+        0.75,
+        "the share of its time the event loop's thread may spend (running or waiting for a CPU) "
+        "before batched subscribers are paced, in (0, 1]; lower: pacing starts earlier",
+    )
 
     def __post_init__(self) -> None:
         self.pacer()  # the pacer's own checks (ValueError), so that no engine is half built
