@@ -1,0 +1,20 @@
+/**
+ * `@contextengine/adk`: `@google/adk` (ADK TypeScript) drop-ins on the contextengine sidecar. See
+ * README.md ("Using it from ADK TypeScript").
+ */
+export { Connection, type ConnectionInit } from "./connection.js";
+export {
+  contentFromProto,
+  contentToProto,
+  EventConversionError,
+  eventFromProto,
+  eventToProto,
+  msToSeconds,
+  secondsToMs,
+  sessionFromProto,
+  stateToStruct,
+} from "./convert.js";
+export { SessionAlreadyExistsError, SessionNotFoundError, StaleSessionError } from "./errors.js";
+export { ContextEngineMemoryService, entryToAdk, MAX_QUERY_CHARS } from "./memory.js";
+export { ContextEnginePlugin, systemInstructionContent } from "./plugin.js";
+export { ContextEngineSessionService, lastSequenceOf, paginate } from "./sessions.js";

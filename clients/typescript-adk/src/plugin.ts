@@ -1,0 +1,250 @@
+/**
+ * `ContextEnginePlugin`: the engine builds the model contents of every model call of an ADK
+ * TypeScript app, with google-adk 2.13's (Python) semantics.
+ *
+ * Add it to the `Runner` (`plugins: [new ContextEnginePlugin({connection: sessions.connection})]`)
+ * next to a `ContextEngineSessionService` on the same connection: the engine then holds the log
+ * the contents are built from.
+ *
+ * - **Before each model call** (`beforeModelCallback`) the request's `contents` are replaced by
+ *   the engine's `BuildContext` for the calling agent: its name, the invocation's branch and
+ *   isolation scope, `includeContents`, the model identity (`Gemini` or another model, by name)
+ *   and the invocation's user content, with the request's system instruction, tools and tool
+ *   config (for the prompt-cache fingerprint). The engine applies rewinds, compaction summaries
+ *   and, when the app configures a token threshold, compacts first.
+ * - **Prompt caching**, when the engine's app configuration has a context cache config: the
+ *   engine's cache decision is applied as ADK Python's Gemini cache manager would. The response
+ *   records the decision's `cacheMetadata` (the next decision is made from it); a cache to reuse
+ *   (or one the engine created, `managedGeminiCaches`) is sent as `config.cachedContent`, without
+ *   the system instruction, tools and tool config it holds, and with only the contents after the
+ *   cached ones. A cache the engine leaves to the agent to create is not created here: the call
+ *   goes out whole (ADK's own fallback when creating a cache fails).
+ * - **After an invocation** (`afterRunCallback`) `EndInvocation` tells the engine, which then
+ *   compacts in the background as the app's compaction configuration says.
+ *
+ * Not supported (an error at the model call rather than contents silently missing):
+ * `PreloadMemoryTool` (its memory block is request-only content the engine does not see).
+ */
+import { fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
+import {
+  type BuildContextRequestSchema,
+  type CacheDecision,
+  CacheMetadataSchema,
+  type ContextEngineClient,
+  ContextEngineError,
+  type Init,
+} from "@contextengine/client";
+import {
+  BasePlugin,
+  type Context,
+  Gemini,
+  type InvocationContext,
+  type LlmRequest,
+  type LlmResponse,
+  PreloadMemoryTool,
+} from "@google/adk";
+import type { Content, ContentUnion, Part } from "@google/genai";
+import { Connection, type ConnectionInit } from "./connection.js";
+import { contentFromProto, contentToProto } from "./convert.js";
+
+const INCLUDE_CONTENTS_DEFAULT = 1;
+const INCLUDE_CONTENTS_NONE = 2;
+const MODEL_PROVIDER_GEMINI = 1;
+const MODEL_PROVIDER_OTHER = 5;
+
+/** The agent fields the plugin reads (an `LlmAgent`'s). */
+interface AgentView {
+  name: string;
+  includeContents?: "default" | "none";
+  tools?: unknown[];
+  canonicalModel?: { model: string; maybeAppendUserContent(request: LlmRequest): void };
+}
+
+function plain(value: unknown): JsonValue {
+  return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+}
+
+/** A request's system instruction (string, Part, Content or a list of them) as one Content. */
+export function systemInstructionContent(value: ContentUnion | undefined): Content | undefined {
+  if (value === undefined || value === null || value === "") {
+    return undefined;
+  }
+  if (typeof value === "string") {
+    return { parts: [{ text: value }] };
+  }
+  if (Array.isArray(value)) {
+    return { parts: value.map((p) => (typeof p === "string" ? { text: p } : (p as Part))) };
+  }
+  if ("parts" in value || "role" in value) {
+    return value as Content;
+  }
+  return { parts: [value as Part] };
+}
+
+/** ADK TypeScript's app and the engine's prompt building, joined; see the module docs. */
+export class ContextEnginePlugin extends BasePlugin {
+  readonly connection: Connection;
+  /** (invocation id, agent) -> the cache metadata the pending model call records. */
+  private readonly pendingCache = new Map<string, JsonObject>();
+
+  /** `{connection: sessions.connection}` (shared) or `{target: "host:port"}`. */
+  constructor(init: ConnectionInit & { name?: string }) {
+    super(init.name ?? "contextengine");
+    this.connection = Connection.of(init);
+  }
+
+  private get client(): ContextEngineClient {
+    return this.connection.client;
+  }
+
+  /** Closes the client if this plugin made it. */
+  close(): void {
+    this.connection.release();
+  }
+
+  override async beforeModelCallback({
+    callbackContext,
+    llmRequest,
+  }: {
+    callbackContext: Context;
+    llmRequest: LlmRequest;
+  }): Promise<LlmResponse | undefined> {
+    const ic = callbackContext.invocationContext;
+    const agent = ic.agent as AgentView | undefined;
+    if (agent === undefined) {
+      return undefined;
+    }
+    if ((agent.tools ?? []).some((tool) => tool instanceof PreloadMemoryTool)) {
+      throw new Error(
+        `agent ${JSON.stringify(agent.name)} has a PreloadMemoryTool, which ContextEnginePlugin ` +
+          "does not support yet (its memories are request-only contents)",
+      );
+    }
+    const request = this.request(ic, agent, llmRequest);
+    let response: Awaited<ReturnType<ContextEngineClient["buildContext"]>>;
+    try {
+      response = await this.client.buildContext(request);
+    } catch (err) {
+      if (err instanceof ContextEngineError && err.reason === "SESSION_NOT_FOUND") {
+        throw new Error(
+          `session ${JSON.stringify(ic.session.id)} is not in the plugin's engine ` +
+            `(${this.client.baseUrl}): give the plugin the session service's connection`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+    llmRequest.contents = response.contents.map(contentFromProto);
+    if (response.cacheDecision !== undefined) {
+      this.applyCache(ic, agent, llmRequest, response.cacheDecision);
+    }
+    return undefined;
+  }
+
+  private request(
+    ic: InvocationContext,
+    agent: AgentView,
+    llmRequest: LlmRequest,
+  ): Init<typeof BuildContextRequestSchema> {
+    const currentTurn =
+      (agent.includeContents ?? "default") !== "default" ||
+      llmRequest.previousInteractionId !== undefined;
+    const model = agent.canonicalModel;
+    const config = llmRequest.config ?? {};
+    const instruction = systemInstructionContent(config.systemInstruction);
+    const tools = (config.tools ?? []).map(plain).filter(isObject);
+    const toolConfig = config.toolConfig === undefined ? undefined : plain(config.toolConfig);
+    return {
+      appName: ic.session.appName,
+      userId: ic.session.userId,
+      sessionId: ic.session.id,
+      agentName: agent.name,
+      includeContents: currentTurn ? INCLUDE_CONTENTS_NONE : INCLUDE_CONTENTS_DEFAULT,
+      model: {
+        provider: model instanceof Gemini ? MODEL_PROVIDER_GEMINI : MODEL_PROVIDER_OTHER,
+        model: llmRequest.model || model?.model || "",
+      },
+      invocationId: ic.invocationId,
+      ...(ic.branch !== undefined ? { branch: ic.branch } : {}),
+      ...(ic.isolationScope !== undefined ? { isolationScope: ic.isolationScope } : {}),
+      ...(ic.userContent !== undefined ? { userContent: contentToProto(ic.userContent) } : {}),
+      ...(instruction !== undefined ? { systemInstruction: contentToProto(instruction) } : {}),
+      tools,
+      ...(isObject(toolConfig) ? { toolConfig } : {}),
+    };
+  }
+
+  private applyCache(
+    ic: InvocationContext,
+    agent: AgentView,
+    llmRequest: LlmRequest,
+    decision: CacheDecision,
+  ): void {
+    if (decision.cacheMetadata !== undefined) {
+      const metadata = toJson(CacheMetadataSchema, decision.cacheMetadata) as JsonObject;
+      this.pendingCache.set(key(ic.invocationId, agent.name), metadata);
+    }
+    if (!decision.cacheName) {
+      return; // fingerprint only, or a cache left to the agent to create: the whole request
+    }
+    const config = llmRequest.config ?? {};
+    config.cachedContent = decision.cacheName;
+    delete config.systemInstruction;
+    delete config.tools;
+    delete config.toolConfig;
+    llmRequest.config = config;
+    agent.canonicalModel?.maybeAppendUserContent(llmRequest);
+    llmRequest.contents = llmRequest.contents.slice(decision.sendFromIndex);
+  }
+
+  override async afterModelCallback({
+    callbackContext,
+    llmResponse,
+  }: {
+    callbackContext: Context;
+    llmResponse: LlmResponse;
+  }): Promise<LlmResponse | undefined> {
+    const ic = callbackContext.invocationContext;
+    if (ic.agent === undefined) {
+      return undefined;
+    }
+    const k = key(ic.invocationId, ic.agent.name);
+    const metadata = this.pendingCache.get(k);
+    this.pendingCache.delete(k);
+    const response = llmResponse as LlmResponse & { cacheMetadata?: JsonObject };
+    if (metadata !== undefined && response.cacheMetadata === undefined) {
+      // checked against the proto, then carried into the model's event (ADK spreads the response)
+      fromJson(CacheMetadataSchema, metadata);
+      response.cacheMetadata = metadata;
+    }
+    return undefined;
+  }
+
+  override async afterRunCallback({
+    invocationContext,
+  }: {
+    invocationContext: InvocationContext;
+  }): Promise<void> {
+    const prefix = `${invocationContext.invocationId}\u0000`;
+    for (const k of [...this.pendingCache.keys()]) {
+      if (k.startsWith(prefix)) {
+        this.pendingCache.delete(k);
+      }
+    }
+    const session = invocationContext.session;
+    await this.client.endInvocation({
+      appName: session.appName,
+      userId: session.userId,
+      sessionId: session.id,
+      invocationId: invocationContext.invocationId,
+    });
+  }
+}
+
+function key(invocationId: string, agent: string): string {
+  return `${invocationId}\u0000${agent}`;
+}
+
+function isObject(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
