@@ -79,13 +79,22 @@ LAYERS = (
     # prompt_cache.compaction_policy implements compaction's policy protocol
     Layer("prompt_cache", (f"{PACKAGE}.prompt_cache",), ("compaction", "runtime", "store", *CORE)),
     Layer("engine", (f"{PACKAGE}.engine",), _BELOW_ENGINE),
-    # thin servicers: the engine, and core's errors (nothing of the engine's parts)
-    Layer("service", (f"{PACKAGE}.service",), ("engine", "core")),
-    Layer("server", (), ("service", "engine", *_BELOW_ENGINE), modules=(f"{PACKAGE}.server",)),
+    # the transport's edge: tokens, the per-RPC authorization table, TLS, bind policy (core's
+    # errors only; nothing of the engine)
+    Layer("auth", (f"{PACKAGE}.auth",), ("core",)),
+    # thin servicers: the engine, and core's errors (nothing of the engine's parts); the handler
+    # wrapper runs auth's check
+    Layer("service", (f"{PACKAGE}.service",), ("auth", "engine", "core")),
+    Layer(
+        "server",
+        (),
+        ("auth", "service", "engine", *_BELOW_ENGINE),
+        modules=(f"{PACKAGE}.server",),
+    ),
     Layer(
         "cli",
         (),
-        ("root", "server", "service", "engine", *_BELOW_ENGINE),
+        ("root", "server", "auth", "service", "engine", *_BELOW_ENGINE),
         modules=(
             f"{PACKAGE}.cli",
             f"{PACKAGE}.config",
@@ -107,7 +116,7 @@ LAYERS = (
 LAYER_NAMES = frozenset(layer.name for layer in LAYERS)
 #: the layers that may speak gRPC (the edge, the client, and the generated stubs themselves)
 GRPC_LAYERS = frozenset(
-    {"service", "server", "cli", "client", "adk", "adk.embedded", "examples", "v1"}
+    {"auth", "service", "server", "cli", "client", "adk", "adk.embedded", "examples", "v1"}
 )
 GRPC_PACKAGES = ("grpc", "grpc_status", "grpc_health", "grpc_reflection")
 #: what core may import from outside the standard library (pure computation)

@@ -25,6 +25,8 @@ class Code(enum.Enum):
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
     UNAVAILABLE = "UNAVAILABLE"
     INTERNAL = "INTERNAL"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
 
 
 #: reason (ErrorReason value name without its prefix) -> status code. The single mapping table.
@@ -57,6 +59,9 @@ REASON_CODES: Mapping[str, Code] = {
     "SHUTTING_DOWN": Code.UNAVAILABLE,
     "STORAGE_UNAVAILABLE": Code.UNAVAILABLE,
     "INTERNAL": Code.INTERNAL,
+    "UNAUTHENTICATED": Code.UNAUTHENTICATED,
+    "TOKEN_INVALID": Code.UNAUTHENTICATED,
+    "PERMISSION_DENIED": Code.PERMISSION_DENIED,
 }
 
 

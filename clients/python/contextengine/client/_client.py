@@ -31,6 +31,7 @@ from google.protobuf import struct_pb2
 
 from contextengine.client._resumable import FollowPolicy, follow
 from contextengine.client._rpc_errors import RpcError, to_rpc_error
+from contextengine.client._security import open_channel
 from contextengine.client._timeouts import within
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
@@ -77,23 +78,38 @@ class ContextEngineClient:
         attempts: int = 4,
         max_message_bytes: int = 64 * 1024 * 1024,
         channel_options: Sequence[tuple[str, Any]] = (),
+        token: str | None = None,
+        tls: bool = False,
+        root_certificates: bytes | None = None,
+        certificate_chain: bytes | None = None,
+        private_key: bytes | None = None,
     ) -> None:
-        """``channel_options`` are extra gRPC channel arguments, added to the defaults."""
+        """``channel_options`` are extra gRPC channel arguments, added to the defaults.
+
+        Security (``docs/security.md``): ``token`` is sent as ``authorization: Bearer <token>``
+        on every call. ``tls=True`` connects with TLS, verifying the server against the
+        system's roots, or against ``root_certificates`` (PEM; giving them implies TLS);
+        ``certificate_chain`` and ``private_key`` (PEM) are the client's certificate for mTLS."""
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.target = target
         self.timeout = timeout
         self.attempts = attempts
         self._max_message_bytes = max_message_bytes
-        self._channel = grpc.aio.insecure_channel(
+        self._channel = open_channel(
             target,
-            options=[
+            [
                 ("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.max_send_message_length", max_message_bytes),
                 ("grpc.keepalive_time_ms", 30_000),
                 ("grpc.keepalive_permit_without_calls", 1),
                 *channel_options,
             ],
+            token=token,
+            tls=tls,
+            root_certificates=root_certificates,
+            certificate_chain=certificate_chain,
+            private_key=private_key,
         )
         self._sessions = session_service_pb2_grpc.SessionServiceStub(self._channel)
         self._contexts = context_service_pb2_grpc.ContextServiceStub(self._channel)

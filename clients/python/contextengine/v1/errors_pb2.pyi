@@ -145,6 +145,22 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     ERROR_REASON_INTERNAL: _ErrorReason.ValueType  # 70
     """INTERNAL: an unexpected server error. Nothing acknowledged is lost; the request may be retried."""
+    ERROR_REASON_UNAUTHENTICATED: _ErrorReason.ValueType  # 80
+    """UNAUTHENTICATED: the server requires a bearer token (it was started with tokens, see
+    docs/security.md) and the request has none, or its `authorization` metadata is not one
+    `Bearer <token>`. No metadata.
+    """
+    ERROR_REASON_TOKEN_INVALID: _ErrorReason.ValueType  # 81
+    """UNAUTHENTICATED: the bearer token is not one the server knows (mistyped, revoked, or meant
+    for another server). No metadata (the token is never echoed).
+    """
+    ERROR_REASON_PERMISSION_DENIED: _ErrorReason.ValueType  # 82
+    """PERMISSION_DENIED: the token is valid but its grant does not reach what the request touches:
+    another app or user, every user of an app (app-wide listings and subscriptions need a grant
+    without a user restriction), or a role too low (read < write < admin). Metadata:
+    `app_name`, `required_role` ("READ", "WRITE" or "ADMIN"), and `user_id` when the request
+    touches one user.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Why a request failed. The gRPC status code for each reason is fixed and given below."""
@@ -266,4 +282,20 @@ while writes fail, SERVING again once a write succeeds. Metadata: `sqlite_error`
 """
 ERROR_REASON_INTERNAL: ErrorReason.ValueType  # 70
 """INTERNAL: an unexpected server error. Nothing acknowledged is lost; the request may be retried."""
+ERROR_REASON_UNAUTHENTICATED: ErrorReason.ValueType  # 80
+"""UNAUTHENTICATED: the server requires a bearer token (it was started with tokens, see
+docs/security.md) and the request has none, or its `authorization` metadata is not one
+`Bearer <token>`. No metadata.
+"""
+ERROR_REASON_TOKEN_INVALID: ErrorReason.ValueType  # 81
+"""UNAUTHENTICATED: the bearer token is not one the server knows (mistyped, revoked, or meant
+for another server). No metadata (the token is never echoed).
+"""
+ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 82
+"""PERMISSION_DENIED: the token is valid but its grant does not reach what the request touches:
+another app or user, every user of an app (app-wide listings and subscriptions need a grant
+without a user restriction), or a role too low (read < write < admin). Metadata:
+`app_name`, `required_role` ("READ", "WRITE" or "ADMIN"), and `user_id` when the request
+touches one user.
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
