@@ -15,6 +15,7 @@ from annotated_types import Ge, Gt
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from contextengine.auth import Edge, apply_socket_permissions, build_edge, check_edge_settings
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.setting import setting
@@ -94,6 +95,65 @@ class ServerSettings(EngineSettings):
         None, "`contextengine serve` writes the bound port to this file once it serves"
     )
 
+    # -- the edge: tokens, TLS, unix socket permissions (contextengine.auth, docs/security.md)
+    auth_tokens_file: str = setting(
+        "",
+        "a TOML/YAML/JSON file of bearer tokens (their sha256) and what each grants "
+        "(apps, users, role read/write/admin); set: every RPC needs a token",
+    )
+    auth_token: str = setting(
+        "",
+        "one bearer token granting admin on every app (with or without auth_tokens_file)",
+        secret=True,
+    )
+    tls_cert_file: str = setting(
+        "", "PEM certificate chain the API port serves TLS with (reloaded when it changes)"
+    )
+    tls_key_file: str = setting("", "PEM private key of tls_cert_file")
+    tls_client_ca_file: str = setting(
+        "", "PEM CA bundle: with it clients must present a certificate it signed (mTLS)"
+    )
+    unix_socket_mode: str = setting(
+        "", "file mode of the unix socket (octal, for example 0660; empty: as created)"
+    )
+    unix_socket_group: str = setting(
+        "", "group (name or id) that owns the unix socket (empty: the server's)"
+    )
+    insecure: bool = setting(
+        False,
+        "allow a non-loopback listen address without tokens or mTLS (every caller may do "
+        "everything)",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_edge_settings(
+            listen=self.listen,
+            tokens=bool(self.auth_tokens_file or self.auth_token),
+            cert_file=self.tls_cert_file,
+            key_file=self.tls_key_file,
+            client_ca_file=self.tls_client_ca_file,
+            unix_socket_mode=self.unix_socket_mode,
+            unix_socket_group=self.unix_socket_group,
+            insecure=self.insecure,
+        )
+        if self.auth_tokens_file or self.auth_token or self.tls_cert_file:
+            self.edge()  # unreadable or malformed token and certificate files fail here
+
+    def edge(self) -> Edge:
+        """The API port's security from these settings (reads the token and certificate
+        files; ValueError naming the setting when one is unusable)."""
+        return build_edge(
+            methods=[m.full_name for svc in SERVICES for m in svc.methods],
+            tokens_file=self.auth_tokens_file,
+            token=self.auth_token,
+            cert_file=self.tls_cert_file,
+            key_file=self.tls_key_file,
+            client_ca_file=self.tls_client_ca_file,
+            unix_socket_mode=self.unix_socket_mode,
+            unix_socket_group=self.unix_socket_group,
+        )
+
     def engine(self) -> EngineSettings:
         """The engine's part of these settings."""
         return EngineSettings(**{f.name: getattr(self, f.name) for f in fields(EngineSettings)})
@@ -115,6 +175,7 @@ class ContextEngineServer:
         raise ValueError here, before anything starts."""
         self.settings = settings
         self._engine_settings = settings.engine()
+        self._edge = settings.edge()
         self._store = store
         self._summarizers = summarizers
         self._engine: Engine | None = None
@@ -207,8 +268,9 @@ class ContextEngineServer:
             SUBSCRIPTION_SERVICE: SubscriptionServicer(engine),
             MEMORY_SERVICE: MemoryServicer(engine),
         }
+        guard = self._edge.authorizer
         server.add_generic_rpc_handlers(
-            tuple(generic_handler(svc, impl, limit) for svc, impl in servicers.items())
+            tuple(generic_handler(svc, impl, limit, guard) for svc, impl in servicers.items())
         )
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         names = [svc.full_name for svc in SERVICES]
@@ -220,14 +282,27 @@ class ContextEngineServer:
             ],
             server,
         )
-        self._port = server.add_insecure_port(self.settings.listen)
-        if self.settings.listen.startswith("unix:"):
+        listen = self.settings.listen
+        edge = self._edge
+        if edge.credentials is None:
+            self._port = server.add_insecure_port(listen)
+        else:
+            self._port = server.add_secure_port(listen, edge.credentials)
+        if listen.startswith("unix:"):
             self._port = 0
+            apply_socket_permissions(listen, edge.socket_mode, edge.socket_gid)
         await server.start()
         self._server = server
         self._watch_storage(engine)
         await self._apply_health()
-        _LOG.info("serving on %s (db=%s)", self.target, self.settings.db)
+        tls = "mtls" if self.settings.tls_client_ca_file else "on"
+        _LOG.info(
+            "serving on %s (db=%s, tls=%s, auth=%s)",
+            self.target,
+            self.settings.db,
+            "off" if edge.credentials is None else tls,
+            "off" if edge.authorizer is None else "tokens",
+        )
 
     def _watch_storage(self, engine: Engine) -> None:
         """Health follows whether the store can write: NOT_SERVING while it cannot."""

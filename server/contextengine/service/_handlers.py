@@ -5,6 +5,9 @@ Done once per service at start-up (no per-call interceptor dispatch):
 * the request size limit, checked on the raw bytes (RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE with
   an ErrorInfo, instead of the transport's bare status);
 * undecodable requests become INVALID_ARGUMENT instead of INTERNAL;
+* with tokens configured, the one authorization check (``contextengine.auth.Authorizer``) of
+  the caller's bearer token against what the request touches, before the servicer runs
+  (UNAUTHENTICATED / PERMISSION_DENIED with ErrorInfo);
 * :class:`ContextEngineError` becomes a status with ErrorInfo; any other exception becomes
   INTERNAL (logged with its traceback);
 * one log line per RPC: method, status code, duration, peer.
@@ -29,6 +32,7 @@ from typing import Any
 import grpc
 from google.protobuf import descriptor, message, message_factory
 
+from contextengine.auth import Authorizer
 from contextengine.core.errors import ContextEngineError
 from contextengine.service._status import internal_error, to_status
 
@@ -135,53 +139,69 @@ class _RpcScope:
                 )
 
 
-def _unary(method: str, fn: Callable[[Any, Context], Awaitable[Any]]) -> Callable[..., Any]:
+def _unary(
+    method: str, fn: Callable[[Any, Context], Awaitable[Any]], guard: Authorizer | None
+) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> Any:
         async with _RpcScope(method, context):
             if isinstance(request, _Rejected):
                 raise request.error
+            if guard is not None:
+                guard.check(method, request, context.invocation_metadata())
             return await fn(request, context)
 
     return behavior
 
 
 def _server_stream(
-    method: str, fn: Callable[[Any, Context], AsyncIterator[Any]]
+    method: str, fn: Callable[[Any, Context], AsyncIterator[Any]], guard: Authorizer | None
 ) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> AsyncIterator[Any]:
         async with _RpcScope(method, context):
             if isinstance(request, _Rejected):
                 raise request.error
+            if guard is not None:
+                guard.check(method, request, context.invocation_metadata())
             async for item in fn(request, context):
                 yield item
 
     return behavior
 
 
-async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """A client's request stream, failing the RPC at the first rejected message."""
+async def _checked(
+    requests: AsyncIterator[Any], method: str, context: Context, guard: Authorizer | None
+) -> AsyncIterator[Any]:
+    """A client's request stream, failing the RPC at the first rejected message (or, with
+    auth, the first message the caller may not send)."""
+    metadata = context.invocation_metadata() if guard is not None else None
     async for request in requests:
         if isinstance(request, _Rejected):
             raise request.error
+        if guard is not None:
+            guard.check(method, request, metadata)
         yield request
 
 
 def _client_stream(
-    method: str, fn: Callable[[AsyncIterator[Any], Context], Awaitable[Any]]
+    method: str,
+    fn: Callable[[AsyncIterator[Any], Context], Awaitable[Any]],
+    guard: Authorizer | None,
 ) -> Callable[..., Any]:
     async def behavior(requests: AsyncIterator[Any], context: Context) -> Any:
         async with _RpcScope(method, context):
-            return await fn(_checked(requests), context)
+            return await fn(_checked(requests, method, context, guard), context)
 
     return behavior
 
 
 def _bidi_stream(
-    method: str, fn: Callable[[AsyncIterator[Any], Context], AsyncIterator[Any]]
+    method: str,
+    fn: Callable[[AsyncIterator[Any], Context], AsyncIterator[Any]],
+    guard: Authorizer | None,
 ) -> Callable[..., Any]:
     async def behavior(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
         async with _RpcScope(method, context):
-            async for item in fn(_checked(requests), context):
+            async for item in fn(_checked(requests, method, context, guard), context):
                 yield item
 
     return behavior
@@ -197,16 +217,20 @@ _WRAPPERS: dict[tuple[bool, bool], tuple[Callable[..., Any], Callable[..., Any]]
 
 
 def generic_handler(
-    service: descriptor.ServiceDescriptor, servicer: object, max_request_bytes: int
+    service: descriptor.ServiceDescriptor,
+    servicer: object,
+    max_request_bytes: int,
+    guard: Authorizer | None = None,
 ) -> grpc.GenericRpcHandler:
-    """A handler serving every method of ``service`` from the same-named servicer methods."""
+    """A handler serving every method of ``service`` from the same-named servicer methods;
+    ``guard`` (tokens configured) authorizes every call first."""
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for m in service.methods:
         request_cls = message_factory.GetMessageClass(m.input_type)
         response_cls = message_factory.GetMessageClass(m.output_type)
         wrap, make_handler = _WRAPPERS[(m.client_streaming, m.server_streaming)]
         handlers[m.name] = make_handler(
-            wrap(m.full_name, getattr(servicer, m.name)),
+            wrap(m.full_name, getattr(servicer, m.name), guard),
             request_deserializer=_deserializer(request_cls, max_request_bytes),
             response_serializer=_serializer(response_cls),
         )
