@@ -85,16 +85,23 @@ LAYERS = (
     # thin servicers: the engine, and core's errors (nothing of the engine's parts); the handler
     # wrapper runs auth's check
     Layer("service", (f"{PACKAGE}.service",), ("auth", "engine", "core")),
+    # the transport's observability: the operations HTTP port, Prometheus metrics, OpenTelemetry
+    # traces, JSON logs; the engine's Telemetry hook and the handler wrapper's RpcObserver
+    Layer(
+        "observability",
+        (f"{PACKAGE}.observability",),
+        ("root", "service", "engine", *_BELOW_ENGINE),
+    ),
     Layer(
         "server",
         (),
-        ("auth", "service", "engine", *_BELOW_ENGINE),
+        ("auth", "observability", "service", "engine", *_BELOW_ENGINE),
         modules=(f"{PACKAGE}.server",),
     ),
     Layer(
         "cli",
         (),
-        ("root", "server", "auth", "service", "engine", *_BELOW_ENGINE),
+        ("root", "server", "auth", "observability", "service", "engine", *_BELOW_ENGINE),
         modules=(
             f"{PACKAGE}.cli",
             f"{PACKAGE}.config",
@@ -116,7 +123,18 @@ LAYERS = (
 LAYER_NAMES = frozenset(layer.name for layer in LAYERS)
 #: the layers that may speak gRPC (the edge, the client, and the generated stubs themselves)
 GRPC_LAYERS = frozenset(
-    {"auth", "service", "server", "cli", "client", "adk", "adk.embedded", "examples", "v1"}
+    {
+        "auth",
+        "service",
+        "observability",
+        "server",
+        "cli",
+        "client",
+        "adk",
+        "adk.embedded",
+        "examples",
+        "v1",
+    }
 )
 GRPC_PACKAGES = ("grpc", "grpc_status", "grpc_health", "grpc_reflection")
 #: what core may import from outside the standard library (pure computation)

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import grpc
-from annotated_types import Ge, Gt
+from annotated_types import Ge, Gt, Le
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from opentelemetry.trace import TracerProvider
 
 from contextengine.auth import Edge, apply_socket_permissions, build_edge, check_edge_settings
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
@@ -21,6 +22,7 @@ from contextengine.core.errors import ContextEngineError
 from contextengine.core.setting import setting
 from contextengine.engine import DEFAULT_DB, MEMORY_DB, Engine, EngineSettings, open_engine
 from contextengine.memory.service import MemoryService
+from contextengine.observability import LogFormat, Observability, use_log_format
 from contextengine.prompt_cache.service import PromptCache
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.service import generic_handler
@@ -93,6 +95,24 @@ class ServerSettings(EngineSettings):
     )
     port_file: str | None = setting(
         None, "`contextengine serve` writes the bound port to this file once it serves"
+    )
+
+    # -- observability: operations port, metrics, traces, logs (docs/design/observability.md)
+    ops_listen: str = setting(
+        "",
+        "host:port of the operations HTTP server (/healthz, /readyz, /metrics), for example "
+        "127.0.0.1:50152 (port 0 picks a free port); empty: off, and no metrics are kept",
+    )
+    tracing_otlp_endpoint: str = setting(
+        "",
+        "OTLP/gRPC collector the sidecar exports traces to (http://host:4317 plaintext, "
+        "https:// TLS); empty: no traces",
+    )
+    tracing_sample_ratio: Annotated[float, Ge(0), Le(1)] = setting(
+        1.0, "share of traces sampled when the client's traceparent did not decide, in [0, 1]"
+    )
+    log_format: LogFormat = setting(
+        "text", "text, or json: one JSON object per line (RPC lines with app, session, trace id)"
     )
 
     # -- the edge: tokens, TLS, unix socket permissions (contextengine.auth, docs/security.md)
@@ -169,13 +189,21 @@ class ContextEngineServer:
         store: EventStore | None = None,
         *,
         summarizers: SummarizerFactory | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         """``store`` replaces the one made from ``settings.db``; ``summarizers`` replaces how
-        summarizers are made from app configurations (tests). Settings no engine can run with
-        raise ValueError here, before anything starts."""
+        summarizers are made from app configurations (tests); ``tracer_provider`` traces the
+        RPCs (else one exporting to ``tracing_otlp_endpoint``, if set). Settings no engine can
+        run with raise ValueError here, before anything starts."""
         self.settings = settings
         self._engine_settings = settings.engine()
         self._edge = settings.edge()
+        self._observability = Observability(
+            ops_listen=settings.ops_listen,
+            otlp_endpoint=settings.tracing_otlp_endpoint,
+            sample_ratio=settings.tracing_sample_ratio,
+            tracer_provider=tracer_provider,
+        )
         self._store = store
         self._summarizers = summarizers
         self._engine: Engine | None = None
@@ -230,6 +258,21 @@ class ContextEngineServer:
         return self._port
 
     @property
+    def ops_port(self) -> int:
+        """The operations HTTP server's bound port (0: ``ops_listen`` is off)."""
+        return self._observability.ops_port
+
+    def _not_ready(self) -> str | None:
+        """Why ``/readyz`` fails: the engine is not open yet (migrations), the store cannot
+        write, or the sidecar is shutting down; None when ready."""
+        if self._stopped:
+            return "shutting down"
+        if self._engine is None:
+            return "starting"
+        problem = self._engine.storage_problem
+        return None if problem is None else f"{problem.reason}: {problem.message}"
+
+    @property
     def target(self) -> str:
         """What a client passes to ``grpc.aio.insecure_channel``."""
         listen = self.settings.listen
@@ -239,9 +282,20 @@ class ContextEngineServer:
         return f"{host}:{self._port}"
 
     async def start(self) -> None:
-        engine = self._engine = await open_engine(
-            self._engine_settings, store=self._store, summarizers=self._summarizers
-        )
+        observability = self._observability
+        await observability.start_ops(self._not_ready)
+        try:
+            engine = await open_engine(
+                self._engine_settings,
+                store=self._store,
+                summarizers=self._summarizers,
+                telemetry=observability.telemetry,
+            )
+        except BaseException:
+            await observability.stop()
+            raise
+        self._engine = engine
+        observability.watch(engine)
         limit = self.settings.max_request_bytes
         server = grpc.aio.server(
             options=[
@@ -270,7 +324,10 @@ class ContextEngineServer:
         }
         guard = self._edge.authorizer
         server.add_generic_rpc_handlers(
-            tuple(generic_handler(svc, impl, limit, guard) for svc, impl in servicers.items())
+            tuple(
+                generic_handler(svc, impl, limit, guard, observability.rpc_observer)
+                for svc, impl in servicers.items()
+            )
         )
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         names = [svc.full_name for svc in SERVICES]
@@ -346,6 +403,7 @@ class ContextEngineServer:
             await self._server.stop(seconds)
         if engine is not None:
             await engine.close()
+        await self._observability.stop()
         _LOG.info("stopped")
 
     async def wait_for_termination(self) -> None:
@@ -363,6 +421,7 @@ def _health_of(
 
 async def serve(settings: ServerSettings, port_file: Path | None = None) -> None:
     """Runs until SIGTERM or SIGINT, then shuts down gracefully."""
+    use_log_format(settings.log_format)
     server = ContextEngineServer(settings)
     await server.start()
     if port_file is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Callable
 
 from contextengine.compaction.guarded_append import append_summary
@@ -40,6 +41,7 @@ from contextengine.core.compaction import (
     render_events,
     summary_event,
 )
+from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.runtime.event_cache import SessionEventCache, SessionLog
 from contextengine.runtime.resolver import ConfigResolver
 from contextengine.store import EventStore, SessionKey
@@ -66,8 +68,11 @@ class Runner:
         clock: Callable[[], float],
         new_id: Callable[[], str],
         policy: CompactionPolicy | None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self._events = events
+        #: told of each pass's outcome and each summarizer call (``core.telemetry``)
+        self._telemetry = telemetry
         self._resolver = resolver
         self._summarizers = summarizers
         #: the guarded append of a summary event (``guarded_append.append_summary``)
@@ -90,7 +95,10 @@ class Runner:
         """The plan the policy runs instead of ``plan`` (None: defer, or nothing planned)."""
         if plan is None or self.policy is None:
             return plan
-        return await self.policy.review(key, view, log.events, plan)
+        reviewed = await self.policy.review(key, view, log.events, plan)
+        if reviewed is None:
+            self._telemetry.compaction("deferred")
+        return reviewed
 
     async def run(
         self,
@@ -165,14 +173,26 @@ class Runner:
         if summarizer is None:
             return Outcome(None, CLIENT_SUMMARIZER)
         state.attempts += 1
+        telemetry = self._telemetry
+        telemetry.compaction("started")
         request = SummaryInput(plan.window, render_events(plan.window))
+        start = time.perf_counter()
         try:
-            summary = await summarizer.summarize(request)
+            with telemetry.span(
+                "summarizer.summarize",
+                {"summarizer": summarizer.name, "events": len(plan.window)},
+            ):
+                summary = await summarizer.summarize(request)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # any summarizer failure must leave the log untouched
+            telemetry.summarizer_call(summarizer.name, time.perf_counter() - start, False)
+            telemetry.compaction("failed")
             return self._fail(key, state, SUMMARIZER_FAILED, f"{summarizer.name}: {error!r}")
-        if summary is None or not _usable(summary.content):
+        usable = summary is not None and _usable(summary.content)
+        telemetry.summarizer_call(summarizer.name, time.perf_counter() - start, usable)
+        if summary is None or not usable:
+            telemetry.compaction("failed")
             return self._fail(
                 key, state, SUMMARIZER_RETURNED_NOTHING, f"{summarizer.name}: no summary text"
             )
@@ -189,6 +209,8 @@ class Runner:
             _LOG.info(
                 "compaction of %s discarded: the log moved (rewind, summary, new session)", key
             )
+            telemetry.compaction("discarded")
             return Outcome(None, PLAN_STALE)
+        telemetry.compaction("succeeded")
         self._sessions.succeeded(state)
         return Outcome(appended)

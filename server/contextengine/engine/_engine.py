@@ -17,6 +17,7 @@ from types import TracebackType
 
 from contextengine.compaction.compactor import Compactor
 from contextengine.core.errors import ContextEngineError
+from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.engine._compaction import CompactionOps
 from contextengine.engine._context import ContextBuilder, ContextResult
 from contextengine.engine._memory import MemoryOps
@@ -58,9 +59,11 @@ class Engine:
         broadcaster: Broadcaster,
         streams: StreamSettings,
         clock: Callable[[], float] = time.time,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         """Takes the components as built by ``open_engine``; opens nothing."""
         self._store = store
+        self._telemetry = telemetry
         self._events = events
         self._app_configs = app_configs
         self._session_configs = session_configs
@@ -169,6 +172,11 @@ class Engine:
     def broadcaster(self) -> Broadcaster:
         return self._broadcaster
 
+    @property
+    def telemetry(self) -> Telemetry:
+        """What the components tell of their work (``open_engine(telemetry=...)``)."""
+        return self._telemetry
+
     # -- storage health ------------------------------------------------------------------------
 
     @property
@@ -233,7 +241,12 @@ class Engine:
 
     async def build_context(self, request: cpb.BuildContextRequest) -> ContextResult:
         """The model context (``result.response()``, or its wire bytes ``result.encoded()``)."""
-        return await self._context.build(request)
+        result = await self._context.build(request)
+        if self._telemetry is not NO_TELEMETRY:
+            decision = result.cache_decision
+            action = "" if decision is None else cpb.CacheAction.Name(decision.action)
+            self._telemetry.context_built(result.token_estimate, action)
+        return result
 
     # -- compaction ----------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from contextengine.core.context import live_indices
 from contextengine.core.errors import ContextEngineError
+from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.memory.documents import Entry, entry_from_event, live_entries
 from contextengine.memory.index import Hit, MemoryIndex, Ranking
 from contextengine.memory.preload import (
@@ -77,8 +78,17 @@ def _max_results(config: config_pb2.MemoryConfig) -> int:
 class MemoryService:
     """Long-term memory over a ``MemoryIndex`` (see the module docstring)."""
 
-    def __init__(self, index: MemoryIndex, events: SessionEventCache, configs: AppConfigs) -> None:
+    def __init__(
+        self,
+        index: MemoryIndex,
+        events: SessionEventCache,
+        configs: AppConfigs,
+        *,
+        telemetry: Telemetry = NO_TELEMETRY,
+    ) -> None:
         self.index = index
+        #: told of every ingestion's added and removed entries (``core.telemetry``)
+        self._telemetry = telemetry
         self._events = events
         self._configs = configs
         self._locks: KeyedLocks[SessionKey] = KeyedLocks()
@@ -124,6 +134,7 @@ class MemoryService:
             # again under the same id) is not in `skip`: its new entry replaces the old one.
             if remove or new:
                 await self.index.apply(key, remove, new)
+            self._telemetry.memory_ingested(len(new), len(remove))
             return IngestOutcome(
                 entry_count=len(sequences),
                 added=len(new),
@@ -163,6 +174,7 @@ class MemoryService:
                     new.append(entry)
             if new:
                 await self.index.apply(key, [], new)
+            self._telemetry.memory_ingested(len(new), 0)
             return AddEventsOutcome(remembered, skipped)
 
     # Search and deletion -------------------------------------------------------------------

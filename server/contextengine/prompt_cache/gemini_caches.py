@@ -29,6 +29,7 @@ from google.protobuf import json_format
 
 from contextengine.compaction.summarizers.gemini import GeminiSettings
 from contextengine.core.prompt_cache import Action, Decision
+from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.runtime.locks import KeyedLocks
 from contextengine.runtime.lru import BoundedLru
 from contextengine.v1 import content_pb2
@@ -85,11 +86,17 @@ class GeminiCaches:
     call :meth:`aclose` when done."""
 
     def __init__(
-        self, settings: GeminiSettings, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+        self,
+        settings: GeminiSettings,
+        *,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         if not (math.isfinite(timeout_seconds) and timeout_seconds > 0):
             raise ValueError("timeout_seconds must be a finite number > 0")
         self._settings = settings
+        #: each call runs in a ``gemini.caches.create`` / ``.delete`` span (``core.telemetry``)
+        self._telemetry = telemetry
         self.timeout_seconds = timeout_seconds
         self._client: Client | None = None
 
@@ -129,10 +136,11 @@ class GeminiCaches:
         )
         client = self._genai_client()
         try:
-            cached = await asyncio.wait_for(
-                client.aio.caches.create(model=model, config=config),
-                timeout=self.timeout_seconds,
-            )
+            with self._telemetry.span("gemini.caches.create", {"gemini.model": model}):
+                cached = await asyncio.wait_for(
+                    client.aio.caches.create(model=model, config=config),
+                    timeout=self.timeout_seconds,
+                )
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -146,7 +154,8 @@ class GeminiCaches:
         """Deletes a cache; False (logged) when that fails."""
         try:
             client = self._genai_client()
-            await asyncio.wait_for(client.aio.caches.delete(name=name), self.timeout_seconds)
+            with self._telemetry.span("gemini.caches.delete"):
+                await asyncio.wait_for(client.aio.caches.delete(name=name), self.timeout_seconds)
         except asyncio.CancelledError:
             raise
         except Exception as error:

@@ -7,5 +7,6 @@ the transport (``contextengine.server``) registers the servicers with.
 from __future__ import annotations
 
 from contextengine.service._handlers import generic_handler
+from contextengine.service._observe import Metadata, RpcCall, RpcObserver
 
-__all__ = ["generic_handler"]
+__all__ = ["Metadata", "RpcCall", "RpcObserver", "generic_handler"]

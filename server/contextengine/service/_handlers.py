@@ -10,7 +10,11 @@ Done once per service at start-up (no per-call interceptor dispatch):
   (UNAUTHENTICATED / PERMISSION_DENIED with ErrorInfo);
 * :class:`ContextEngineError` becomes a status with ErrorInfo; any other exception becomes
   INTERNAL (logged with its traceback);
-* one log line per RPC: method, status code, duration, peer.
+* one log line per RPC: method, status code, duration, peer (and, with an observer, the
+  fields it adds: app, user, session, trace id), also given to the log record as the ``extra``
+  ``rpc`` (a dict) for structured formatters;
+* an optional :class:`RpcObserver` (``_observe``) told of each RPC's start and end (metrics,
+  traces).
 
 The call object must not be touched once the client may have gone away: grpc releases the core
 call as soon as the RPC's task ends, and a server-streaming handler whose task was cancelled in
@@ -34,6 +38,7 @@ from google.protobuf import descriptor, message, message_factory
 
 from contextengine.auth import Authorizer
 from contextengine.core.errors import ContextEngineError
+from contextengine.service._observe import RpcCall, RpcObserver
 from contextengine.service._status import internal_error, to_status
 
 _LOG = logging.getLogger("contextengine.rpc")
@@ -92,16 +97,28 @@ def _status_name(context: Context) -> str:
 
 
 class _RpcScope:
-    """Wraps one RPC: maps errors to statuses and logs one line when it ends."""
+    """Wraps one RPC: maps errors to statuses, tells the observer, logs one line when it ends."""
 
-    __slots__ = ("_context", "_method", "_peer", "_start")
+    __slots__ = ("_call", "_context", "_method", "_peer", "_start")
 
-    def __init__(self, method: str, context: Context) -> None:
+    def __init__(
+        self,
+        method: str,
+        context: Context,
+        observer: RpcObserver | None = None,
+        request: object | None = None,
+    ) -> None:
         self._method = method
         self._context = context
         self._start = time.perf_counter()
         # Read now, while the call is certainly alive (see the module docstring).
         self._peer = context.peer() if _LOG.isEnabledFor(logging.INFO) else ""
+        self._call: RpcCall | None = None
+        if observer is not None:
+            metadata = context.invocation_metadata() or ()
+            self._call = observer.begin(
+                method, metadata, None if isinstance(request, _Rejected) else request
+            )
 
     async def __aenter__(self) -> None:
         return None
@@ -129,21 +146,37 @@ class _RpcScope:
                 code = type(exc).__name__
             return False
         finally:
+            seconds = time.perf_counter() - self._start
+            call = self._call
             if _LOG.isEnabledFor(logging.INFO):
+                fields = {
+                    "method": self._method,
+                    "code": code,
+                    "ms": round(seconds * 1000.0, 3),
+                    "peer": self._peer,
+                }
+                if call is not None:
+                    fields.update(call.log_fields())
                 _LOG.info(
                     "rpc method=%s code=%s ms=%.2f peer=%s",
                     self._method,
                     code,
-                    (time.perf_counter() - self._start) * 1000.0,
+                    seconds * 1000.0,
                     self._peer,
+                    extra={"rpc": fields},
                 )
+            if call is not None:
+                call.end(code, seconds)
 
 
 def _unary(
-    method: str, fn: Callable[[Any, Context], Awaitable[Any]], guard: Authorizer | None
+    method: str,
+    fn: Callable[[Any, Context], Awaitable[Any]],
+    guard: Authorizer | None,
+    observer: RpcObserver | None = None,
 ) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> Any:
-        async with _RpcScope(method, context):
+        async with _RpcScope(method, context, observer, request):
             if isinstance(request, _Rejected):
                 raise request.error
             if guard is not None:
@@ -154,10 +187,13 @@ def _unary(
 
 
 def _server_stream(
-    method: str, fn: Callable[[Any, Context], AsyncIterator[Any]], guard: Authorizer | None
+    method: str,
+    fn: Callable[[Any, Context], AsyncIterator[Any]],
+    guard: Authorizer | None,
+    observer: RpcObserver | None = None,
 ) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> AsyncIterator[Any]:
-        async with _RpcScope(method, context):
+        async with _RpcScope(method, context, observer, request):
             if isinstance(request, _Rejected):
                 raise request.error
             if guard is not None:
@@ -186,9 +222,10 @@ def _client_stream(
     method: str,
     fn: Callable[[AsyncIterator[Any], Context], Awaitable[Any]],
     guard: Authorizer | None,
+    observer: RpcObserver | None = None,
 ) -> Callable[..., Any]:
     async def behavior(requests: AsyncIterator[Any], context: Context) -> Any:
-        async with _RpcScope(method, context):
+        async with _RpcScope(method, context, observer):
             return await fn(_checked(requests, method, context, guard), context)
 
     return behavior
@@ -198,9 +235,10 @@ def _bidi_stream(
     method: str,
     fn: Callable[[AsyncIterator[Any], Context], AsyncIterator[Any]],
     guard: Authorizer | None,
+    observer: RpcObserver | None = None,
 ) -> Callable[..., Any]:
     async def behavior(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
-        async with _RpcScope(method, context):
+        async with _RpcScope(method, context, observer):
             async for item in fn(_checked(requests, method, context, guard), context):
                 yield item
 
@@ -221,16 +259,18 @@ def generic_handler(
     servicer: object,
     max_request_bytes: int,
     guard: Authorizer | None = None,
+    observer: RpcObserver | None = None,
 ) -> grpc.GenericRpcHandler:
     """A handler serving every method of ``service`` from the same-named servicer methods;
-    ``guard`` (tokens configured) authorizes every call first."""
+    ``guard`` (tokens configured) authorizes every call first; ``observer`` (if any) is told of
+    every call (``_observe``: metrics, traces, log fields)."""
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for m in service.methods:
         request_cls = message_factory.GetMessageClass(m.input_type)
         response_cls = message_factory.GetMessageClass(m.output_type)
         wrap, make_handler = _WRAPPERS[(m.client_streaming, m.server_streaming)]
         handlers[m.name] = make_handler(
-            wrap(m.full_name, getattr(servicer, m.name), guard),
+            wrap(m.full_name, getattr(servicer, m.name), guard, observer),
             request_deserializer=_deserializer(request_cls, max_request_bytes),
             response_serializer=_serializer(response_cls),
         )

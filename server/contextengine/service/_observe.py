@@ -9,13 +9,13 @@ default).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 __all__ = ["Metadata", "RpcCall", "RpcObserver"]
 
 #: the call's invocation metadata: ``(key, value)`` pairs, keys in lower case
-Metadata = Sequence[tuple[str, str | bytes]]
+Metadata = Iterable[tuple[str, str | bytes]]
 
 
 class RpcCall(Protocol):

@@ -218,6 +218,8 @@ class Subscription:
         if self.ended is not None:
             return
         self.ended = reason
+        if reason is EndReason.LAGGED:
+            self._broadcaster.lagged_total += 1
         self._release()
         self._wake()
 
@@ -333,11 +335,23 @@ class Broadcaster:
         self._unlisten: Callable[[], None] | None = None
         #: hands out the turns of paced subscriptions
         self.pacer = pacer if pacer is not None else LivePacer()
+        #: subscriptions ended as lagged since the start (read by the sidecar's metrics)
+        self.lagged_total = 0
 
     @property
     def active(self) -> int:
         """How many subscriptions are registered."""
         return self._count
+
+    def buffered_bytes(self) -> int:
+        """The encoded bytes of the events every subscription holds (walks them: for metrics
+        scrapes, not hot paths)."""
+        return sum(
+            member.buffered_bytes
+            for record in self._routes.values()
+            for group in record.groups.values()
+            for member in group.members
+        )
 
     def start(self) -> None:
         if self._unlisten is None:
