@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
+from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.engine._engine import Engine
 from contextengine.engine._settings import MEMORY_DB, EngineSettings
 from contextengine.memory import open_memory_index
@@ -28,15 +29,20 @@ if TYPE_CHECKING:
 Clock = Callable[[], float]
 
 
-def open_store(db: str, durability: Literal["normal", "full"] = "normal") -> EventStore:
-    """The store for ``db``: in-memory for ``:memory:``, else a SQLite file (not opened yet)."""
+def open_store(
+    db: str,
+    durability: Literal["normal", "full"] = "normal",
+    telemetry: Telemetry = NO_TELEMETRY,
+) -> EventStore:
+    """The store for ``db``: in-memory for ``:memory:``, else a SQLite file (not opened yet),
+    telling ``telemetry`` of its commits."""
     if db == MEMORY_DB:
         from contextengine.store.memory import MemoryStore
 
         return MemoryStore()
     from contextengine.store.sqlite import SqliteStore
 
-    return SqliteStore(db, durability=durability)
+    return SqliteStore(db, durability=durability, telemetry=telemetry)
 
 
 def _gemini(settings: EngineSettings) -> GeminiSettings:
@@ -54,10 +60,14 @@ def _default_summarizers(settings: EngineSettings) -> SummarizerFactory:
     return lambda config: summarizer_from_config(config, gemini)
 
 
-def _prompt_cache(settings: EngineSettings, clock: Clock) -> PromptCache:
+def _prompt_cache(settings: EngineSettings, clock: Clock, telemetry: Telemetry) -> PromptCache:
     from contextengine.prompt_cache.gemini_caches import GeminiCaches, ManagedCaches
 
-    caches = GeminiCaches(_gemini(settings), timeout_seconds=settings.gemini_cache_timeout_seconds)
+    caches = GeminiCaches(
+        _gemini(settings),
+        timeout_seconds=settings.gemini_cache_timeout_seconds,
+        telemetry=telemetry,
+    )
     return PromptCache(clock=clock, managed=ManagedCaches(caches, clock=clock))
 
 
@@ -67,16 +77,17 @@ def build_engine(
     store: EventStore | None = None,
     summarizers: SummarizerFactory | None = None,
     clock: Clock = time.time,
+    telemetry: Telemetry = NO_TELEMETRY,
 ) -> Engine:
     """The engine's components, wired, nothing opened yet (``open_engine`` opens them)."""
     if store is None:
-        store = open_store(settings.db, settings.durability)
+        store = open_store(settings.db, settings.durability, telemetry)
     events = SessionEventCache(store)
     app_configs = AppConfigs(store)
     session_configs = SessionConfigs(store)
     resolver = ConfigResolver(app_configs, session_configs)
     broadcaster = Broadcaster(store, settings.pacer())
-    prompt_cache = _prompt_cache(settings, clock)
+    prompt_cache = _prompt_cache(settings, clock, telemetry)
     compactor = Compactor(
         store,
         events,
@@ -85,8 +96,11 @@ def build_engine(
         clock=clock,
         backoff_seconds=settings.compaction_backoff_seconds,
         policy=CacheAwarePolicy(resolver, prompt_cache, clock=clock),
+        telemetry=telemetry,
     )
-    memory = MemoryService(open_memory_index(store, settings.memory_fts), events, app_configs)
+    memory = MemoryService(
+        open_memory_index(store, settings.memory_fts), events, app_configs, telemetry=telemetry
+    )
     return Engine(
         store=store,
         events=events,
@@ -103,6 +117,7 @@ def build_engine(
             heartbeat_seconds=settings.heartbeat_seconds,
         ),
         clock=clock,
+        telemetry=telemetry,
     )
 
 
@@ -112,18 +127,21 @@ async def open_engine(
     store: EventStore | None = None,
     summarizers: SummarizerFactory | None = None,
     clock: Clock = time.time,
+    telemetry: Telemetry = NO_TELEMETRY,
 ) -> Engine:
     """An open engine: ``async with await open_engine(EngineSettings(db=...)) as engine: ...``.
 
     ``store`` replaces the store made from ``settings.db`` (it is opened and closed by the
     engine); ``summarizers`` replaces how summarizers are made from app configurations;
-    ``clock`` is the engine's time (tests and simulations move it). If opening fails, what was
-    opened is closed again and the error raised."""
+    ``clock`` is the engine's time (tests and simulations move it); ``telemetry`` is told of the
+    components' work (``core.telemetry``; the sidecar's metrics and traces). If opening fails,
+    what was opened is closed again and the error raised."""
     engine = build_engine(
         settings if settings is not None else EngineSettings(),
         store=store,
         summarizers=summarizers,
         clock=clock,
+        telemetry=telemetry,
     )
     try:
         await engine.open()
