@@ -37,7 +37,7 @@ _PRECEDENCE = (
 
 def _flag_help(item: Setting) -> str:
     default = item.external(item.default)
-    shown = "unset" if default is None else default
+    shown = "unset" if default is None or default == "" else default
     text = f"{item.help} (default: {shown}; env {item.env})"
     return text.replace("%", "%%")  # argparse formats help strings with %
 

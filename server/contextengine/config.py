@@ -303,9 +303,9 @@ _URL_PASSWORD = re.compile(r"(://[^/:@\s]*:)[^@/\s]+@")
 
 def mask(item: Setting, value: Any) -> Any:
     """``value`` as it may be shown: a secret as ``***``, a password inside a URL (a database
-    DSN) as ``***``."""
-    if value is None:
-        return None
+    DSN) as ``***``; an unset secret (None or empty) as it is."""
+    if value is None or value == "":
+        return value
     if item.secret:
         return "***"
     if isinstance(value, str):
