@@ -1,14 +1,15 @@
 """App configurations, read through a process-local cache.
 
 Every BuildContext needs its app's configuration; reading it from the store each time would add a
-database round trip to the hot path. The sidecar is the only writer of its store, and every
-update goes through :meth:`AppConfigs.put`, so the cache is never stale: a read that was under
-way while an update happened does not overwrite the cache with what it read.
+database round trip to the hot path. Every update of this sidecar goes through
+:meth:`AppConfigs.put`, and another sidecar's update on a shared store (PostgreSQL) is told by the
+store's configuration listeners, which drop the entry; so the cache is not stale: a read that
+was under way while an update happened does not overwrite the cache with what it read.
 """
 
 from __future__ import annotations
 
-from contextengine.store import EventStore
+from contextengine.store import ConfigChanged, EventStore
 from contextengine.v1 import config_pb2
 
 
@@ -18,6 +19,7 @@ class AppConfigs:
         self._cache: dict[str, config_pb2.AppConfig | None] = {}
         #: bumped by every update: a store read that overlapped one is not cached
         self._version = 0
+        store.add_config_listener(self._on_config_changed)
 
     async def get(self, app_name: str) -> config_pb2.AppConfig | None:
         """The stored configuration (None if never set). Treat it as read-only."""
@@ -34,3 +36,12 @@ class AppConfigs:
         self._version += 1
         self._cache[config.app_name] = stored
         return stored
+
+    def _on_config_changed(self, change: ConfigChanged) -> None:
+        if change.key is not None:
+            return  # a session's configuration: not cached here
+        self._version += 1
+        if change.app_name is None:
+            self._cache.clear()
+        else:
+            self._cache.pop(change.app_name, None)

@@ -45,6 +45,10 @@ class BoundedLru(Generic[K, V]):
         while len(self._entries) > self._max_entries:
             self._entries.popitem(last=False)
 
+    def clear(self) -> None:
+        """Removes every entry."""
+        self._entries.clear()
+
     def __len__(self) -> int:
         return len(self._entries)
 

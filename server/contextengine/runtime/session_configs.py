@@ -3,8 +3,9 @@ compaction configuration in effect, the session's over its app's, is resolved by
 :class:`~contextengine.runtime.resolver.ConfigResolver`).
 
 The compactor asks for a session's configuration on every BuildContext, so the answer is cached
-(up to ``capacity`` sessions, least recently used dropped), including "none set". The sidecar is
-the only writer of its store and every update goes through :meth:`SessionConfigs.put`; a session
+(up to ``capacity`` sessions, least recently used dropped), including "none set". Every update of
+this sidecar goes through :meth:`SessionConfigs.put`, another sidecar's on a shared store is told
+by the store's configuration listeners (the entry is dropped); a session
 deleted or created again is dropped from the cache when the store commits it (a commit listener),
 so a session created again under the same id never sees its predecessor's entry. A store read or
 update that overlapped any of these changes is not cached (the next call reads the store again).
@@ -15,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from contextengine.runtime.lru import BoundedLru
-from contextengine.store import Change, EventStore, SessionCreated, SessionDeleted, SessionKey
+from contextengine.store import (
+    Change,
+    ConfigChanged,
+    EventStore,
+    SessionCreated,
+    SessionDeleted,
+    SessionKey,
+)
 from contextengine.v1 import config_pb2
 
 DEFAULT_CAPACITY = 10_000
@@ -27,16 +35,19 @@ class SessionConfigs:
         self._cache: BoundedLru[SessionKey, config_pb2.SessionConfig] = BoundedLru(capacity)
         #: bumped by every update and every session created or deleted
         self._version = 0
-        self._unlisten: Callable[[], None] | None = None
+        self._unlisten: list[Callable[[], None]] = []
 
     def start(self) -> None:
-        if self._unlisten is None:
-            self._unlisten = self._store.add_commit_listener(self._on_commit)
+        if not self._unlisten:
+            self._unlisten = [
+                self._store.add_commit_listener(self._on_commit),
+                self._store.add_config_listener(self._on_config_changed),
+            ]
 
     def close(self) -> None:
-        if self._unlisten is not None:
-            self._unlisten()
-            self._unlisten = None
+        unlisten, self._unlisten = self._unlisten, []
+        for remove in unlisten:
+            remove()
 
     async def get(self, key: SessionKey) -> config_pb2.SessionConfig:
         """The session's own configuration (empty if none is set); SESSION_NOT_FOUND if the
@@ -69,3 +80,11 @@ class SessionConfigs:
             if isinstance(change, SessionCreated | SessionDeleted):
                 self._version += 1
                 self._cache.pop(change.key)
+
+    def _on_config_changed(self, change: ConfigChanged) -> None:
+        if change.app_name is None:
+            self._version += 1
+            self._cache.clear()
+        elif change.key is not None:
+            self._version += 1
+            self._cache.pop(change.key)

@@ -41,6 +41,8 @@ Positions and commit notifications (what subscriptions are built on):
   None; ``add_storage_listener`` registers a callback told of every change of it (on the event
   loop). The sidecar's health follows it. A store that cannot fail this way (memory) always says
   None and never calls its listeners.
+* ``add_config_listener`` registers a callback told when another process sharing the store
+  replaced an app's or a session's configuration (``ConfigChanged``), so caches drop it.
 * ``compaction_lock`` is held around one compaction of a session: exclusive among every process
   that shares the store (PostgreSQL: an advisory lock). Within one process the compactor already
   serialises a session's compactions, so a store only one process opens (SQLite, memory) holds
@@ -128,10 +130,21 @@ class SessionDeleted:
     key: SessionKey
 
 
+@dataclass(frozen=True)
+class ConfigChanged:
+    """Another process sharing the store replaced a configuration: the app's (``key`` None) or
+    a session's. ``app_name`` None: any configuration may have changed (news were missed)."""
+
+    app_name: str | None
+    key: SessionKey | None = None
+
+
 #: one committed change, as given to commit listeners
 Change: TypeAlias = LoggedEvent | SessionCreated | SessionDeleted
 #: called with the changes of one committed transaction (see the module contract)
 CommitListener: TypeAlias = Callable[[Sequence[Change]], None]
+#: told of configurations another process sharing the store replaced (see ``ConfigChanged``)
+ConfigListener: TypeAlias = Callable[[ConfigChanged], None]
 #: told why the store cannot write (None: it can again); called on the event loop
 StorageListener: TypeAlias = Callable[[ContextEngineError | None], None]
 
@@ -214,6 +227,12 @@ class EventStore(Protocol):
     def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
         """Calls ``listener`` after every commit (see the module contract) until the returned
         function is called."""
+
+    def add_config_listener(self, listener: ConfigListener) -> Callable[[], None]:
+        """Calls ``listener`` (on the event loop) when another process sharing the store
+        replaced a configuration, until the returned function is called. This process's own
+        updates are not told (its callers made them); a store only one process opens never
+        calls it."""
 
     async def list_logged_events(
         self, key: SessionKey, after_sequence: int, limit: int

@@ -29,6 +29,7 @@ from contextengine.store._append import copy_event, plan_append
 from contextengine.store._base import (
     AppendOutcome,
     CommitListener,
+    ConfigListener,
     EventFilter,
     LoggedEvent,
     SessionCreated,
@@ -91,6 +92,10 @@ class MemoryStore:
     def storage_problem(self) -> ContextEngineError | None:
         """Always None: memory does not stop being writable."""
         return None
+
+    def add_config_listener(self, listener: ConfigListener) -> Callable[[], None]:
+        """``listener`` is never called: no other process shares this store."""
+        return _no_listener
 
     def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
         """Nothing to hold: one process opens this store, and its compactor serialises a
@@ -364,3 +369,7 @@ def _copy_config(config: _Config) -> _Config:
     out = type(config)()
     out.CopyFrom(config)
     return out
+
+
+def _no_listener() -> None:
+    """What removing a configuration listener of a store no other process shares does."""

@@ -33,6 +33,7 @@ from contextengine.store._append import copy_event
 from contextengine.store._base import (
     AppendOutcome,
     CommitListener,
+    ConfigListener,
     EventFilter,
     LoggedEvent,
     SessionKey,
@@ -151,6 +152,10 @@ class SqliteStore:
     def storage_problem(self) -> ContextEngineError | None:
         """Why the store cannot write (STORAGE_FULL / STORAGE_UNAVAILABLE), or None."""
         return None if self._writer is None else self._writer.storage_problem
+
+    def add_config_listener(self, listener: ConfigListener) -> Callable[[], None]:
+        """``listener`` is never called: no other process shares this store."""
+        return _no_listener
 
     def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
         """Nothing to hold: one process opens this store, and its compactor serialises a
@@ -376,3 +381,7 @@ def _not_open(closed: bool) -> Exception:
     if closed:
         return ContextEngineError("SHUTTING_DOWN", "the store is closed")
     return RuntimeError("SqliteStore.open() has not been called")
+
+
+def _no_listener() -> None:
+    """What removing a configuration listener of a store no other process shares does."""
