@@ -121,19 +121,7 @@ export class ContextEnginePlugin extends BasePlugin {
       );
     }
     const request = this.request(ic, agent, llmRequest);
-    let response: Awaited<ReturnType<ContextEngineClient["buildContext"]>>;
-    try {
-      response = await this.client.buildContext(request);
-    } catch (err) {
-      if (err instanceof ContextEngineError && err.reason === "SESSION_NOT_FOUND") {
-        throw new Error(
-          `session ${JSON.stringify(ic.session.id)} is not in the plugin's engine ` +
-            `(${this.client.baseUrl}): give the plugin the session service's connection`,
-          { cause: err },
-        );
-      }
-      throw err;
-    }
+    const response = await this.explained(ic, () => this.client.buildContext(request));
     llmRequest.contents = response.contents.map(contentFromProto);
     if (response.cacheDecision !== undefined) {
       this.applyCache(ic, agent, llmRequest, response.cacheDecision);
@@ -232,12 +220,31 @@ export class ContextEnginePlugin extends BasePlugin {
       }
     }
     const session = invocationContext.session;
-    await this.client.endInvocation({
-      appName: session.appName,
-      userId: session.userId,
-      sessionId: session.id,
-      invocationId: invocationContext.invocationId,
-    });
+    await this.explained(invocationContext, () =>
+      this.client.endInvocation({
+        appName: session.appName,
+        userId: session.userId,
+        sessionId: session.id,
+        invocationId: invocationContext.invocationId,
+      }),
+    );
+  }
+
+  /** `call()`, with a session the engine does not have explained (the wrong session service). */
+  private async explained<T>(ic: InvocationContext, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      if (err instanceof ContextEngineError && err.reason === "SESSION_NOT_FOUND") {
+        throw new Error(
+          `session ${JSON.stringify(ic.session.id)} is not in the plugin's engine ` +
+            `(${this.client.baseUrl}): use a ContextEngineSessionService on the plugin's ` +
+            "connection (new ContextEnginePlugin({connection: sessions.connection}))",
+          { cause: err },
+        );
+      }
+      throw err;
+    }
   }
 }
 
