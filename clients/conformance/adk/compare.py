@@ -433,7 +433,12 @@ def main(argv: Sequence[str]) -> int:
     if problems:
         print(f"adk parity: FAILED ({len(problems)} difference(s))")
         return 1
-    calls = sum(1 for p in args.reports for line in p.open() if '"model_call"' in line)
+    calls = sum(
+        1
+        for path in args.reports
+        for line in path.read_text("utf-8").splitlines()
+        if '"model_call"' in line
+    )
     print(
         f"adk parity: {len(args.reports)} report(s), {calls} model calls equal to google-adk "
         "2.13's, session logs equal to the python run's"
