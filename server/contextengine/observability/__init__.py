@@ -11,6 +11,7 @@ without them pays nothing but a method call. The layers below never import this 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 from opentelemetry import trace
@@ -25,6 +26,8 @@ from contextengine.observability.rpc import SidecarRpcObserver
 from contextengine.observability.telemetry import SidecarTelemetry
 from contextengine.observability.tracing import otlp_provider
 from contextengine.version import __version__
+
+_LOG = logging.getLogger("contextengine.observability")
 
 __all__ = [
     "EngineCollector",
@@ -88,6 +91,7 @@ class Observability:
         ops = OpsServer(self._ops_listen, self.metrics.registry, not_ready)
         await ops.start()
         self._ops = ops
+        _LOG.info("operations on http://%s (/healthz /readyz /metrics)", ops.address)
 
     def watch(self, engine: Engine) -> None:
         """Counts the engine's commits and exposes its subscription gauges (once it is open)."""

@@ -4,7 +4,8 @@ own event loop:
 * ``GET /healthz``: 200 while the process serves HTTP at all (liveness);
 * ``GET /readyz``: 200 once the engine is open (the store migrated) and while its store can
   write, else 503 with the reason (STORAGE_FULL, STORAGE_UNAVAILABLE, starting, shutting down);
-* ``GET /metrics``: the Prometheus text format of the sidecar's registry.
+* ``GET /metrics``: the Prometheus text format (0.0.4, which every Prometheus reads; the names
+  are all legacy-valid) of the sidecar's registry.
 
 aiohttp rather than ``prometheus_client.start_http_server``: it runs on the loop (no thread
 reading engine state across threads), and the read-only inspector of issue #21 (pages and
@@ -16,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 __all__ = ["OpsServer", "parse_listen"]
 
@@ -59,6 +61,12 @@ class OpsServer:
         address = runner.addresses[0]
         self.port = int(address[1])
 
+    @property
+    def address(self) -> str:
+        """``host:port`` as bound (``[::1]:port`` for IPv6)."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"{host}:{self.port}"
+
     async def stop(self) -> None:
         runner, self._runner = self._runner, None
         if runner is not None:
@@ -75,4 +83,4 @@ class OpsServer:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         body = generate_latest(self._registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})

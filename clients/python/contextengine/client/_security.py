@@ -8,6 +8,8 @@ from typing import Any
 
 import grpc
 
+from contextengine.client._tracing import trace_context_interceptor
+
 __all__ = ["BearerToken", "open_channel"]
 
 
@@ -62,7 +64,10 @@ def open_channel(
     unless ``root_certificates``), mTLS with ``certificate_chain`` and ``private_key``."""
     if (certificate_chain is None) != (private_key is None):
         raise ValueError("certificate_chain and private_key are given together (mTLS)")
-    interceptors = [BearerToken(token)] if token is not None else None
+    interceptors: list[Any] = [BearerToken(token)] if token is not None else []
+    tracing = trace_context_interceptor()  # traceparent of the current span (OpenTelemetry)
+    if tracing is not None:
+        interceptors.append(tracing)
     secure = tls or root_certificates is not None or certificate_chain is not None
     if not secure:
         return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
