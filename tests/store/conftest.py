@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextengine.store import EventStore, MemoryStore, SqliteStore
+from contextengine.store.postgres import PostgresStore
 
 
 class FakeClock:
@@ -25,17 +26,21 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def make_store(kind: str, tmp_path: Path, clock: FakeClock) -> EventStore:
+def make_store(kind: str, tmp_path: Path, clock: FakeClock, dsn: str = "") -> EventStore:
+    """``dsn``: the database of a "postgres" store (``tests.pg_server.postgres_dsn``)."""
     if kind == "memory":
         return MemoryStore(clock=clock)
+    if kind == "postgres":
+        return PostgresStore(dsn, clock=clock)
     return SqliteStore(tmp_path / "store.db", clock=clock)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
 ) -> AsyncIterator[EventStore]:
-    opened = make_store(request.param, tmp_path, clock)
+    dsn = request.getfixturevalue("postgres_dsn") if request.param == "postgres" else ""
+    opened = make_store(request.param, tmp_path, clock, dsn)
     await opened.open()
     try:
         yield opened

@@ -19,7 +19,7 @@ from contextengine.runtime.app_configs import AppConfigs
 from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.runtime.resolver import ConfigResolver
 from contextengine.runtime.session_configs import SessionConfigs
-from contextengine.store import EventStore
+from contextengine.store import EventStore, is_postgres_dsn
 from contextengine.subscriptions.broadcaster import Broadcaster
 from contextengine.subscriptions.event_stream import StreamSettings
 
@@ -33,13 +33,21 @@ def open_store(
     db: str,
     durability: Literal["normal", "full"] = "normal",
     telemetry: Telemetry = NO_TELEMETRY,
+    *,
+    pool_size: int = 10,
 ) -> EventStore:
     """The store for ``db``: in-memory for ``:memory:``, else a SQLite file (not opened yet),
-    telling ``telemetry`` of its commits."""
+    telling ``telemetry`` of its commits. A ``postgresql://`` / ``postgres://`` URL chooses the
+    PostgreSQL store (at most ``pool_size`` connections)."""
     if db == MEMORY_DB:
         from contextengine.store.memory import MemoryStore
 
         return MemoryStore()
+    if is_postgres_dsn(db):
+        # A PostgreSQL database (durability is the server's: see store.postgres).
+        from contextengine.store.postgres import PostgresStore
+
+        return PostgresStore(db, durability=durability, pool_size=pool_size)
     from contextengine.store.sqlite import SqliteStore
 
     return SqliteStore(db, durability=durability, telemetry=telemetry)
@@ -81,7 +89,9 @@ def build_engine(
 ) -> Engine:
     """The engine's components, wired, nothing opened yet (``open_engine`` opens them)."""
     if store is None:
-        store = open_store(settings.db, settings.durability, telemetry)
+        store = open_store(
+            settings.db, settings.durability, telemetry, pool_size=settings.postgres_pool_size
+        )
     events = SessionEventCache(store)
     app_configs = AppConfigs(store)
     session_configs = SessionConfigs(store)

@@ -35,6 +35,11 @@ class EngineSettings:
         "normal: acknowledged events survive a crash of the process; full: also power loss "
         "(slower)",
     )
+    postgres_pool_size: Annotated[int, Gt(0)] = setting(
+        10,
+        "with a postgresql:// --db: the most database connections this sidecar opens (each "
+        "call in progress holds one for its transaction)",
+    )
     subscriber_buffer: Annotated[int, Gt(0)] = setting(
         1024, "changes a subscriber may have waiting before it is ended with SUBSCRIBER_LAGGED"
     )

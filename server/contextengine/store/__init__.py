@@ -23,6 +23,7 @@ from contextengine.store._base import (
     StateAt,
     StoredSession,
 )
+from contextengine.store._pg_dsn import is_postgres_dsn, mask_dsn
 from contextengine.store._sqlite_conn import connect as connect_sqlite, run as run_sqlite
 from contextengine.store._sqlite_writer import WriteTx
 from contextengine.store.memory import MemoryStore
@@ -46,5 +47,7 @@ __all__ = [
     "StoredSession",
     "WriteTx",
     "connect_sqlite",
+    "is_postgres_dsn",
+    "mask_dsn",
     "run_sqlite",
 ]

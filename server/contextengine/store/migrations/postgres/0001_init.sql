@@ -2,6 +2,9 @@
 -- logs, scoped state, app and session configuration, secrets. Applied once per database by
 -- contextengine.store._pg_migrations under pg_advisory_lock (several sidecars may start together).
 --
+-- Ids are COLLATE "C" (byte order of UTF-8 = code point order), the order of the SQLite store,
+-- of Python and of page tokens, whatever the database's default collation is.
+--
 -- State columns hold JSON text (prefixes removed: app_states.state['x'] is `app:x`), written and
 -- read like the SQLite store's (store._sqlite_rows): text, not jsonb, because jsonb refuses
 -- "\u0000" in strings, which event state may hold, and nothing queries inside a state.
@@ -48,14 +51,14 @@ CREATE TABLE positions (
 INSERT INTO positions (only_row, last_position) VALUES (TRUE, 0);
 
 CREATE TABLE app_states (
-    app_name TEXT PRIMARY KEY,
+    app_name TEXT COLLATE "C" PRIMARY KEY,
     state TEXT NOT NULL,
     update_time DOUBLE PRECISION NOT NULL
 );
 
 CREATE TABLE user_states (
-    app_name TEXT NOT NULL,
-    user_id TEXT NOT NULL,
+    app_name TEXT COLLATE "C" NOT NULL,
+    user_id TEXT COLLATE "C" NOT NULL,
     state TEXT NOT NULL,
     update_time DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (app_name, user_id)
@@ -69,9 +72,9 @@ CREATE TABLE user_states (
 -- the creation took (0 when none), for other sidecars' SessionCreated.
 CREATE TABLE sessions (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    app_name TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    session_id TEXT NOT NULL,
+    app_name TEXT COLLATE "C" NOT NULL,
+    user_id TEXT COLLATE "C" NOT NULL,
+    session_id TEXT COLLATE "C" NOT NULL,
     state TEXT NOT NULL,
     create_time DOUBLE PRECISION NOT NULL,
     update_time DOUBLE PRECISION NOT NULL,
@@ -92,10 +95,10 @@ CREATE INDEX sessions_by_update ON sessions (app_name, update_time, user_id, ses
 CREATE TABLE events (
     position BIGINT PRIMARY KEY,
     session BIGINT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    app_name TEXT NOT NULL,
-    user_id TEXT NOT NULL,
+    app_name TEXT COLLATE "C" NOT NULL,
+    user_id TEXT COLLATE "C" NOT NULL,
     sequence BIGINT NOT NULL,
-    event_id TEXT NOT NULL,
+    event_id TEXT COLLATE "C" NOT NULL,
     timestamp DOUBLE PRECISION NOT NULL,
     is_compaction BOOLEAN NOT NULL,
     data BYTEA NOT NULL,
@@ -108,7 +111,7 @@ CREATE INDEX events_by_user ON events (app_name, user_id, position);
 CREATE INDEX events_compactions ON events (session, sequence) WHERE is_compaction;
 
 CREATE TABLE app_configs (
-    app_name TEXT PRIMARY KEY,
+    app_name TEXT COLLATE "C" PRIMARY KEY,
     config BYTEA NOT NULL,
     update_time DOUBLE PRECISION NOT NULL
 );
@@ -118,7 +121,7 @@ CREATE TABLE app_configs (
 -- database and after restarts. 32 bytes from two gen_random_uuid() (PostgreSQL's
 -- pg_strong_random: 244 random bits), no extension needed.
 CREATE TABLE secrets (
-    name TEXT PRIMARY KEY,
+    name TEXT COLLATE "C" PRIMARY KEY,
     value BYTEA NOT NULL
 );
 

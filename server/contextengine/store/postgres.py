@@ -1,0 +1,472 @@
+"""``PostgresStore``: the event store in a PostgreSQL database, shared by any number of sidecars.
+
+``--db postgresql://user:password@host:port/database`` (or ``postgres://``) chooses it
+(``engine.open_store``). It keeps the ``EventStore`` contract of the SQLite store with several
+writers on several hosts: a session's sequences stay contiguous because an append locks the
+session's row (its counter) for its transaction; global positions are taken from a one-row
+counter locked last, so they are in commit order and a reader never sees a later position before
+an earlier one (``migrations/postgres/0001_init.sql``, docs/adr/0011-postgresql-store.md). The
+schema is migrated once under an advisory lock (``_pg_migrations``); writes run in the
+transactions of ``_pg_ops``, reads in the snapshots of ``_pg_reads``, on an asyncpg pool.
+
+Durability is the server's: a write is acknowledged after PostgreSQL committed it with the
+server's ``synchronous_commit`` (default ``on``: in its WAL on disk), which this store never
+lowers; ``durability`` ("normal"/"full") is accepted for the same flag as SQLite and changes
+nothing (both keep acknowledged events across a crash of the sidecar and of the database server).
+
+While the database cannot be reached, calls fail with STORAGE_UNAVAILABLE (a full disk:
+STORAGE_FULL), one ERROR line is logged, the storage listeners hear of it, and a probe
+(``SELECT 1`` every ``probe_seconds``) tells them when it can be used again; the pool reconnects
+by itself. The DSN may hold a password: logs show it masked (``_pg_dsn.mask_dsn``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Literal, TypeVar
+
+import asyncpg
+
+from contextengine.core.errors import ContextEngineError
+from contextengine.store import _pg_ops as ops, _pg_reads as reads
+from contextengine.store._append import copy_event
+from contextengine.store._base import (
+    AppendOutcome,
+    Change,
+    CommitListener,
+    ConfigChanged,
+    ConfigListener,
+    EventFilter,
+    LoggedEvent,
+    SessionKey,
+    StateAt,
+    StorageListener,
+    StoredSession,
+)
+from contextengine.store._listeners import CommitListeners
+from contextengine.store._pg_dsn import is_postgres_dsn, mask_dsn
+from contextengine.store._pg_errors import retryable, storage_error
+from contextengine.store._pg_lock import CompactionLocks
+from contextengine.store._pg_migrations import load_migrations, migrate
+from contextengine.store._pg_notify import ChangeFeed
+from contextengine.v1 import config_pb2, event_pb2
+
+T = TypeVar("T")
+
+__all__ = ["PostgresStore", "is_postgres_dsn", "mask_dsn"]
+
+_LOG = logging.getLogger("contextengine.store")
+
+#: how often a transaction that lost a race (serialization failure, deadlock, a unique key taken
+#: by a concurrent insert) runs again before its error is raised
+_ATTEMPTS = 5
+
+Query = Callable[[asyncpg.Connection], Awaitable[T]]
+
+
+class PostgresStore:
+    """An ``EventStore`` in a PostgreSQL database (``dsn``: a ``postgresql://`` URL)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        durability: Literal["normal", "full"] = "normal",
+        clock: Callable[[], float] = time.time,
+        pool_size: int = 10,
+        probe_seconds: float = 1.0,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        """``pool_size``: the most connections this store opens (each concurrent call holds one
+        for its transaction); ``probe_seconds``: while the database cannot be reached, how often
+        a probe checks whether it can again; ``connect_timeout``: the limit of one connection
+        attempt (seconds)."""
+        if not is_postgres_dsn(dsn):
+            raise ValueError(f"not a postgresql:// URL: {mask_dsn(dsn)}")
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, not {pool_size}")
+        if durability not in ("normal", "full"):
+            raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
+        self._dsn = dsn
+        self._durability = durability
+        self._clock = clock
+        self._pool_size = pool_size
+        self._probe_seconds = probe_seconds
+        self._connect_timeout = connect_timeout
+        self._pool: asyncpg.Pool | None = None
+        self._listeners = CommitListeners()
+        self._storage_listeners: list[StorageListener] = []
+        self._problem: ContextEngineError | None = None
+        self._probe: asyncio.Task[None] | None = None
+        self._section = asyncio.Lock()
+        #: this store's id in NOTIFY payloads (other sidecars skip nothing of theirs by it)
+        self._origin = secrets.token_hex(8)
+        self._closed = False
+        self._config_listeners: list[ConfigListener] = []
+        #: other sidecars' changes, in order with this one's (``_pg_notify``); set while open
+        self._feed: ChangeFeed | None = None
+        self._compaction_locks = CompactionLocks(dsn, connect_timeout=connect_timeout)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connects, and migrates the schema (once, under an advisory lock, whichever sidecar
+        comes first). Raises STORAGE_UNAVAILABLE when the database cannot be reached."""
+        if self._pool is not None:
+            return
+        try:
+            pool = await asyncpg.create_pool(
+                self._dsn,
+                min_size=1,
+                max_size=self._pool_size,
+                timeout=self._connect_timeout,
+            )
+        except Exception as error:
+            problem = storage_error(error)
+            if problem is None:
+                raise
+            raise ContextEngineError(
+                "STORAGE_UNAVAILABLE",
+                f"cannot connect to PostgreSQL at {self.masked_dsn}: {type(error).__name__}",
+                postgres_error=type(error).__name__,
+            ) from error
+        try:
+            async with pool.acquire() as conn:
+                version = await migrate(conn, load_migrations())
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+        self._closed = False
+        feed = ChangeFeed(
+            dsn=self._dsn,
+            origin=self._origin,
+            deliver=self._listeners.notify,
+            config_changed=self._config_changed,
+            report_problem=self._set_problem,
+            connect_timeout=self._connect_timeout,
+        )
+        try:
+            await feed.start()
+        except BaseException:
+            self._pool = None
+            await pool.close()
+            raise
+        self._feed = feed
+        _LOG.info("store: PostgreSQL at %s, schema version %d", self.masked_dsn, version)
+
+    async def close(self) -> None:
+        self._closed = True
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            await feed.close()
+        await self._compaction_locks.close()
+        pool, self._pool = self._pool, None
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await probe
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), timeout=self._connect_timeout)
+            except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                pool.terminate()
+
+    # -- what other components of the sidecar use --------------------------------------------
+
+    @property
+    def dsn(self) -> str:
+        """The connection string (a secret when it holds a password: log ``masked_dsn``)."""
+        return self._dsn
+
+    @property
+    def masked_dsn(self) -> str:
+        return mask_dsn(self._dsn)
+
+    @property
+    def durability(self) -> Literal["normal", "full"]:
+        return self._durability
+
+    @property
+    def origin(self) -> str:
+        """This store's id in the NOTIFY payloads it sends (``0001_init.sql``)."""
+        return self._origin
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The open pool (for components keeping their own tables here: memory's index)."""
+        if self._pool is None:
+            raise _not_open(self._closed)
+        return self._pool
+
+    async def run(self, query: Query[T], *, write: bool = True) -> T:
+        """Runs ``query`` on a connection of the pool with this store's error handling (races
+        retried, unreachable database as STORAGE_UNAVAILABLE and storage health)."""
+        return await self._run(query, write=write)
+
+    # -- storage health ----------------------------------------------------------------------
+
+    @property
+    def storage_problem(self) -> ContextEngineError | None:
+        return self._problem
+
+    def add_storage_listener(self, listener: StorageListener) -> Callable[[], None]:
+        self._storage_listeners.append(listener)
+        return lambda: self._storage_listeners.remove(listener)
+
+    def _set_problem(self, problem: ContextEngineError | None) -> None:
+        if (problem is None) == (self._problem is None):
+            return
+        self._problem = problem
+        if problem is not None:
+            _LOG.error(
+                "storage: PostgreSQL at %s cannot be used (%s): calls fail with %s / %s and "
+                "health is NOT_SERVING until a probe succeeds (every %.1f s); acknowledged "
+                "events are safe",
+                self.masked_dsn,
+                problem.metadata.get("postgres_error", "?"),
+                problem.code.value,
+                problem.reason,
+                self._probe_seconds,
+            )
+            if self._probe is None or self._probe.done():
+                self._probe = asyncio.get_running_loop().create_task(self._probe_until_usable())
+        else:
+            _LOG.warning("storage: PostgreSQL at %s can be used again", self.masked_dsn)
+        for listener in list(self._storage_listeners):
+            listener(problem)
+
+    async def _probe_until_usable(self) -> None:
+        while self._problem is not None and self._pool is not None:
+            await asyncio.sleep(self._probe_seconds)
+            pool = self._pool
+            if pool is None:
+                return
+            try:
+                async with pool.acquire(timeout=self._connect_timeout) as conn:
+                    await conn.fetchval("SELECT 1")
+            except Exception as error:
+                if storage_error(error) is None:
+                    _LOG.warning("storage probe failed: %s", type(error).__name__)
+                continue
+            self._set_problem(None)
+
+    async def _run(self, query: Query[T], *, write: bool) -> T:
+        # A read may meet a pooled connection the server closed (a restart): it runs once more
+        # on a fresh one. A write does not: it may have committed (appends are retried by the
+        # client, idempotent by event id).
+        lost_connection_retries = 0 if write else 1
+        attempt = 0
+        while True:
+            attempt += 1
+            pool = self._pool
+            if pool is None:
+                raise _not_open(self._closed)
+            try:
+                async with pool.acquire(timeout=self._connect_timeout) as conn:
+                    result = await query(conn)
+            except ContextEngineError:
+                raise
+            except Exception as error:
+                if retryable(error) and attempt < _ATTEMPTS:
+                    continue
+                problem = storage_error(error)
+                if problem is None:
+                    raise
+                if self._closed:
+                    raise ContextEngineError("SHUTTING_DOWN", "the store is closed") from error
+                if lost_connection_retries > 0:
+                    lost_connection_retries -= 1
+                    continue
+                self._set_problem(problem)
+                raise problem from error
+            if self._problem is not None:
+                self._set_problem(None)
+            return result
+
+    # -- the EventStore operations -----------------------------------------------------------
+
+    def _committer(self) -> ops.Committer:
+        return ops.Committer(self._origin, self._section, self._on_commit)
+
+    async def _on_commit(self, changes: Sequence[Change]) -> None:
+        feed = self._feed
+        if feed is None:
+            self._listeners.notify(changes)
+        else:
+            await feed.committed(changes)
+
+    async def create_session(
+        self,
+        key: SessionKey,
+        state: dict[str, Any],
+        now: float,
+        *,
+        config: config_pb2.SessionConfig | None = None,
+    ) -> StoredSession:
+        owned: config_pb2.SessionConfig | None = None
+        if config is not None:
+            owned = config_pb2.SessionConfig()
+            owned.CopyFrom(config)
+        owned_state = copy.deepcopy(state)
+        committer = self._committer()
+        return await self._run(
+            lambda conn: ops.create_session(
+                conn, committer, key=key, state=owned_state, now=now, config=owned
+            ),
+            write=True,
+        )
+
+    async def get_session(self, key: SessionKey, flt: EventFilter) -> StoredSession:
+        return await self._run(lambda conn: reads.get_session(conn, key, flt), write=False)
+
+    async def list_sessions(
+        self,
+        app_name: str,
+        user_id: str | None,
+        limit: int,
+        after: tuple[str, str] | None,
+    ) -> list[StoredSession]:
+        return await self._run(
+            lambda conn: reads.list_sessions(conn, app_name, user_id, limit, after), write=False
+        )
+
+    async def list_sessions_by_update(
+        self,
+        app_name: str,
+        user_id: str | None,
+        limit: int,
+        after: tuple[float, str, str] | None,
+    ) -> list[StoredSession]:
+        return await self._run(
+            lambda conn: reads.list_sessions_by_update(conn, app_name, user_id, limit, after),
+            write=False,
+        )
+
+    async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self._run(
+            lambda conn: reads.get_user_state(conn, app_name, user_id), write=False
+        )
+
+    async def delete_session(self, key: SessionKey) -> bool:
+        committer = self._committer()
+        return await self._run(
+            lambda conn: ops.delete_session(conn, committer, key=key), write=True
+        )
+
+    async def append_events(
+        self,
+        key: SessionKey,
+        events: Sequence[event_pb2.Event],
+        expected_last_sequence: int | None,
+    ) -> AppendOutcome:
+        committer = self._committer()
+        now = self._clock()
+
+        async def append(conn: asyncpg.Connection) -> AppendOutcome:
+            # Fresh copies per attempt: the plan writes sequences and timestamps into them.
+            return await ops.append_events(
+                conn,
+                committer,
+                key=key,
+                events=[copy_event(event) for event in events],
+                expected_last_sequence=expected_last_sequence,
+                now=now,
+            )
+
+        return await self._run(append, write=True)
+
+    async def list_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[event_pb2.Event], int]:
+        return await self._run(
+            lambda conn: reads.list_events(conn, key, after_sequence, limit), write=False
+        )
+
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        return self._listeners.add(listener)
+
+    async def list_logged_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[LoggedEvent], int]:
+        return await self._run(
+            lambda conn: reads.list_logged_events(conn, key, after_sequence, limit), write=False
+        )
+
+    async def list_events_after_position(
+        self, app_name: str, user_id: str | None, after_position: int, limit: int
+    ) -> list[LoggedEvent]:
+        return await self._run(
+            lambda conn: reads.list_events_after_position(
+                conn, app_name, user_id, after_position, limit
+            ),
+            write=False,
+        )
+
+    async def last_position(self) -> int:
+        return await self._run(reads.last_position, write=False)
+
+    async def get_state(self, key: SessionKey) -> StateAt:
+        return await self._run(lambda conn: reads.get_state(conn, key), write=False)
+
+    async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
+        return await self._run(lambda conn: reads.get_app_config(conn, app_name), write=False)
+
+    async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
+        owned = config_pb2.AppConfig()
+        owned.CopyFrom(config)
+        now = self._clock()
+        return await self._run(
+            lambda conn: ops.put_app_config(conn, self._origin, config=owned, now=now), write=True
+        )
+
+    async def get_session_config(self, key: SessionKey) -> config_pb2.SessionConfig:
+        return await self._run(lambda conn: reads.get_session_config(conn, key), write=False)
+
+    async def put_session_config(
+        self, key: SessionKey, config: config_pb2.SessionConfig
+    ) -> config_pb2.SessionConfig:
+        owned = config_pb2.SessionConfig()
+        owned.CopyFrom(config)
+        now = self._clock()
+        return await self._run(
+            lambda conn: ops.put_session_config(conn, self._origin, key=key, config=owned, now=now),
+            write=True,
+        )
+
+    async def page_token_key(self) -> bytes:
+        return await self._run(reads.page_token_key, write=False)
+
+    # -- several sidecars on one database (``_pg_notify``, ``_pg_lock``) ----------------------
+
+    @property
+    def feed(self) -> ChangeFeed | None:
+        """Other sidecars' changes as this store's commits (None while closed)."""
+        return self._feed
+
+    def add_config_listener(self, listener: ConfigListener) -> Callable[[], None]:
+        self._config_listeners.append(listener)
+        return lambda: self._config_listeners.remove(listener)
+
+    def _config_changed(self, change: ConfigChanged) -> None:
+        for listener in list(self._config_listeners):
+            listener(change)
+
+    def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
+        """A session-level advisory lock of the session (``_pg_lock``): one compaction of it
+        at a time on every sidecar of the database."""
+        return self._compaction_locks.hold(key)
+
+
+def _not_open(closed: bool) -> Exception:
+    if closed:
+        return ContextEngineError("SHUTTING_DOWN", "the store is closed")
+    return RuntimeError("PostgresStore.open() has not been called")

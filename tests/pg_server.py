@@ -1,0 +1,241 @@
+"""A real PostgreSQL server for the test run: started once per pytest session, in a temp dir.
+
+``postgres_server`` (session scope) runs ``initdb`` and ``pg_ctl start`` in a fresh temporary
+directory (as the ``postgres`` user through ``runuser`` when the tests run as root: PostgreSQL
+refuses to run as root), with fsync off (a test cluster need not survive power loss; commits still reach the WAL
+before they are acknowledged, so a crash of the server loses nothing acknowledged), on a free
+loopback port, and stops it (``-m immediate``) and deletes the directory at the end. On a machine
+without the server binaries it installs them (``apt-get install -y postgresql-15``) when it runs
+as root with apt; where that is impossible the PostgreSQL tests are skipped with a loud reason,
+except in CI (``CI=true``), where a missing server fails them.
+
+``postgres_dsn`` gives each test a database of its own, holding the store's schema and no data:
+created from a template that has the schema (``CREATE DATABASE ... TEMPLATE``, ~0.3 s here), and
+after the test emptied (``DELETE``, a few milliseconds) for a later test rather than dropped. Tests that start several sidecars on one database use the same DSN for all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from contextengine.store.postgres import PostgresStore
+
+#: the database every test database is copied from (the store's schema applied)
+TEMPLATE = "ce_template"
+_APT_PACKAGE = "postgresql-15"
+
+
+@dataclass
+class PostgresServer:
+    """A running test cluster: superuser ``postgres``, trust authentication, loopback only."""
+
+    port: int
+    directory: Path
+    _names: Iterator[int] = field(default_factory=itertools.count)
+    _free: list[str] = field(default_factory=list)
+
+    def dsn(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self) -> str:
+        """A database holding the store's schema and no data; returns its name. Databases given
+        back with ``release_database`` are emptied and handed out again (an emptying takes a
+        tenth of a copy's time)."""
+        if self._free:
+            return self._free.pop()
+        name = f"ce_test_{next(self._names)}"
+        _in_own_loop(_execute(self.dsn(), f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}'))
+        return name
+
+    def release_database(self, name: str) -> None:
+        """Empties ``name`` (every connection to it ended, every table of data truncated, the
+        position counter at 0) for the next ``create_database``; dropped if that fails."""
+        try:
+            _in_own_loop(_empty(self.dsn(name)))
+        except Exception:
+            _in_own_loop(_execute(self.dsn(), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            raise
+        self._free.append(name)
+
+
+#: tables that hold the schema's own rows, not data
+_KEPT = ("schema_version", "secrets", "positions")
+
+
+async def _execute(dsn: str, statement: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def _empty(dsn: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        # What a test left behind (a killed sidecar's connections, a listener) holds no locks.
+        await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        tables = await conn.fetch(
+            "SELECT quote_ident(tablename) FROM pg_tables"
+            " WHERE schemaname = 'public' AND tablename <> ALL($1::text[])",
+            list(_KEPT),
+        )
+        async with conn.transaction():
+            # DELETE, not TRUNCATE: a test leaves a few rows, and TRUNCATE makes new files for
+            # every table. Foreign keys are not checked (replica role): every table is emptied.
+            await conn.execute("SET LOCAL session_replication_role = replica")
+            for (table,) in tables:
+                await conn.execute(f"DELETE FROM {table}")
+            await conn.execute("UPDATE positions SET last_position = 0")
+    finally:
+        await conn.close()
+
+
+def _in_own_loop(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Runs ``coroutine`` to completion on a loop in another thread: fixtures are set up from
+    synchronous and asynchronous code alike (an async fixture asking for one, inside a loop)."""
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        thread.submit(asyncio.run, coroutine).result()
+
+
+def _binaries() -> Path | None:
+    """The directory holding initdb and pg_ctl, or None."""
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if os.path.exists(os.path.join(candidate, "initdb")):
+            return Path(candidate)
+    initdb = shutil.which("initdb")
+    return Path(os.path.realpath(initdb)).parent if initdb else None
+
+
+def _unavailable(reason: str) -> None:
+    message = f"POSTGRESQL TESTS NOT RUN: {reason}"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message + " (CI=true: a missing PostgreSQL is a failure)", pytrace=False)
+    pytest.skip(message)
+
+
+def _install() -> Path | None:
+    """Installs the server with apt when running as root; the binaries' directory, or None."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return None
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    command = ["apt-get", "install", "-y", "--no-install-recommends", _APT_PACKAGE]
+    if subprocess.run(command, env=env, capture_output=True, check=False).returncode != 0:
+        subprocess.run(["apt-get", "update"], env=env, capture_output=True, check=False)
+        subprocess.run(command, env=env, capture_output=True, check=False)
+    return _binaries()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _as_server_user(command: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return command
+    return ["runuser", "-u", "postgres", "--", *command]
+
+
+def _start(binaries: Path) -> PostgresServer:
+    directory = Path(tempfile.mkdtemp(prefix="ce-pg-"))
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(directory)
+            _unavailable("running as root and there is no 'postgres' user to run the server")
+            raise
+        os.chown(directory, user.pw_uid, user.pw_gid)
+    data = directory / "data"
+    initdb = [
+        str(binaries / "initdb"),
+        *("-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync"),
+        *("-E", "UTF8", "--locale=C.UTF-8"),
+    ]
+    done = subprocess.run(_as_server_user(initdb), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise RuntimeError(f"initdb failed: {done.stderr.strip()}")
+    for _attempt in range(5):
+        port = _free_port()
+        options = (
+            f"-k {directory} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off"
+            " -c full_page_writes=off -c max_connections=300"
+        )
+        start = [
+            str(binaries / "pg_ctl"),
+            *("-D", str(data), "-l", str(directory / "log"), "-w", "-o", options, "start"),
+        ]
+        done = subprocess.run(_as_server_user(start), capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            return PostgresServer(port=port, directory=directory)
+    log = (directory / "log").read_text(errors="replace") if (directory / "log").exists() else ""
+    shutil.rmtree(directory, ignore_errors=True)
+    raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip()} {log[-2000:]}")
+
+
+def _stop(server: PostgresServer, binaries: Path) -> None:
+    stop = [str(binaries / "pg_ctl"), "-D", str(server.directory / "data"), "-m", "immediate"]
+    subprocess.run(_as_server_user([*stop, "-w", "stop"]), capture_output=True, check=False)
+    shutil.rmtree(server.directory, ignore_errors=True)
+
+
+async def _make_template(server: PostgresServer) -> None:
+    conn = await asyncpg.connect(server.dsn())
+    try:
+        await conn.execute(f"CREATE DATABASE {TEMPLATE}")
+    finally:
+        await conn.close()
+    store = PostgresStore(server.dsn(TEMPLATE), pool_size=1)
+    await store.open()
+    await store.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The test run's PostgreSQL server (started on first use)."""
+    binaries = _binaries() or _install()
+    if binaries is None:
+        _unavailable(
+            "no PostgreSQL server binaries (initdb, pg_ctl) and they cannot be installed here "
+            f"(apt-get install {_APT_PACKAGE} needs root and apt)"
+        )
+        return
+    server = _start(binaries)
+    try:
+        _in_own_loop(_make_template(server))
+        yield server
+    finally:
+        _stop(server, binaries)
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
+    """The DSN of a fresh database (the store's schema in it) of the test run's server, dropped
+    after the test."""
+    name = postgres_server.create_database()
+    try:
+        yield postgres_server.dsn(name)
+    finally:
+        postgres_server.release_database(name)
