@@ -87,16 +87,13 @@ class Authorizer:
                 "this sidecar requires a bearer token (metadata 'authorization: Bearer <token>')",
             )
         value = values[0]
-        if (
-            len(values) > 1
-            or not isinstance(value, str)
-            or not value[: len(_SCHEME)].lower() == _SCHEME
-        ):
+        token = value[len(_SCHEME) :].strip() if isinstance(value, str) else ""
+        if len(values) > 1 or not token or value[: len(_SCHEME)].lower() != _SCHEME:
             raise ContextEngineError(
                 "UNAUTHENTICATED",
                 "malformed 'authorization' metadata: expected one 'Bearer <token>'",
             )
-        grant = self._tokens.lookup(value[len(_SCHEME) :].strip())
+        grant = self._tokens.lookup(token)
         if grant is None:
             raise ContextEngineError(
                 "TOKEN_INVALID", "the bearer token is not known to this sidecar"

@@ -47,7 +47,10 @@ class BearerToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClie
         client_call_details: grpc.aio.ClientCallDetails,
         request: Any,
     ) -> AsyncIterator[Any] | grpc.aio.UnaryStreamCall[Any, Any]:
-        return await continuation(self._details(client_call_details), request)
+        call: grpc.aio.UnaryStreamCall[Any, Any] = await continuation(
+            self._details(client_call_details), request
+        )
+        return call
 
 
 def open_channel(

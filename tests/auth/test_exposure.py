@@ -1,0 +1,117 @@
+"""Where the sidecar may listen without authentication (loopback and unix sockets only, unless
+``insecure``), unix socket permissions, and the refusal of a public address by the real
+``contextengine serve`` (one line, exit status 2)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from contextengine.auth import is_local_address
+from contextengine.client import ContextEngineClient
+from contextengine.server import ServerSettings
+from contextengine.testing import start_local_server
+from tests.faults.sidecar import Sidecar
+
+LOCAL = ["127.0.0.1:0", "127.8.9.10:50151", "localhost:1", "[::1]:50151", "unix:/tmp/x.sock"]
+PUBLIC = ["0.0.0.0:50151", "[::]:0", "10.1.2.3:50151", "example.com:443", "my-pod:1", ":50151"]
+
+
+@pytest.mark.parametrize("listen", LOCAL)
+def test_local_addresses_need_nothing(listen: str) -> None:
+    assert is_local_address(listen)
+    assert ServerSettings(listen=listen).listen == listen
+
+
+@pytest.mark.parametrize("listen", PUBLIC)
+def test_a_public_address_needs_auth_or_insecure(listen: str, tmp_path: Path) -> None:
+    assert not is_local_address(listen)
+    with pytest.raises(
+        ValueError, match=f"refusing to listen on {re.escape(listen)} without authentication"
+    ):
+        ServerSettings(listen=listen)
+    assert ServerSettings(listen=listen, insecure=True).insecure
+    assert ServerSettings(listen=listen, auth_token="a-token").auth_token == "a-token"
+
+
+def test_tls_alone_does_not_make_a_public_address_safe(tmp_path: Path) -> None:
+    from tests.auth import certs
+
+    pki = certs.write(tmp_path)
+    cert, key = str(pki.server_cert), str(pki.server_key)
+    with pytest.raises(ValueError, match="refusing to listen"):
+        ServerSettings(listen="0.0.0.0:0", tls_cert_file=cert, tls_key_file=key)
+    # mTLS authenticates every client
+    assert ServerSettings(
+        listen="0.0.0.0:0", tls_cert_file=cert, tls_key_file=key, tls_client_ca_file=str(pki.ca)
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"unix_socket_mode": "0660"}, "need a unix: listen address"),
+        ({"listen": "unix:/tmp/x.sock", "unix_socket_mode": "rw"}, "not an octal mode"),
+        ({"listen": "unix:/tmp/x.sock", "unix_socket_mode": "1777"}, "not a permission mode"),
+    ],
+)
+def test_unix_socket_settings_are_checked(fields: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ServerSettings(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    """A directory with a short path: unix socket paths are limited to about 100 bytes."""
+    directory = Path(tempfile.mkdtemp(prefix="ce-auth-", dir="/tmp"))
+    yield directory
+    shutil.rmtree(directory)
+
+
+async def test_the_unix_socket_gets_its_mode_and_group(socket_dir: Path) -> None:
+    path = socket_dir / "ce.sock"
+    listen = f"unix:{path}"
+    group = str(os.getgid())  # one the process may give a file it owns
+    settings = ServerSettings(listen=listen, unix_socket_mode="0600", unix_socket_group=group)
+    async with start_local_server(listen=listen, settings=settings) as srv:
+        info = os.stat(path)
+        assert stat.S_ISSOCK(info.st_mode)
+        assert stat.S_IMODE(info.st_mode) == 0o600
+        assert info.st_gid == int(group)
+        async with ContextEngineClient(srv.target, attempts=1) as client:
+            assert (await client.create_session("a", "u")).id
+
+
+def test_an_unknown_group_is_refused() -> None:
+    settings = ServerSettings(
+        listen="unix:/tmp/x.sock", unix_socket_group="no-such-group-contextengine"
+    )
+    with pytest.raises(ValueError, match="not a group of this host"):
+        settings.edge()
+
+
+async def test_serve_refuses_a_public_address_with_one_line(tmp_path: Path) -> None:
+    sidecar = Sidecar(tmp_path, tmp_path / "ce.db", "public", ["--listen", "0.0.0.0:0"])
+    assert await sidecar.run_to_exit() == 2
+    lines = sidecar.log().strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "refusing to listen on 0.0.0.0:0 without authentication" in lines[0]
+    assert "--insecure" in lines[0]
+    assert not (tmp_path / "ce.db").exists()
+
+
+async def test_serve_starts_on_a_public_address_with_insecure(tmp_path: Path) -> None:
+    sidecar = Sidecar(
+        tmp_path, tmp_path / "ce.db", "insecure", ["--listen", "0.0.0.0:0", "--insecure"]
+    )
+    try:
+        await sidecar.start()  # health over 127.0.0.1, which 0.0.0.0 includes
+    finally:
+        await sidecar.kill()
