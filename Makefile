@@ -29,6 +29,7 @@ JAVA_JAR := target/contextengine-client-0.1.0-SNAPSHOT
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean
 .PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
 .PHONY: kotlin-build test-kotlin kotlin-example
+.PHONY: check-deploy lock
 
 # --- set-up -----------------------------------------------------------------------------------
 
@@ -68,7 +69,7 @@ run: $(RUN_STAMP)
 	$(BIN)/contextengine serve $(ARGS)
 
 ## Set up everything and run every check and test suite.
-test: $(DEV_STAMP) tools check-gen lint pytest test-clients
+test: $(DEV_STAMP) tools check-gen lint check-deploy pytest test-clients
 
 # --- pieces -----------------------------------------------------------------------------------
 
@@ -78,8 +79,17 @@ gen: $(DEV_STAMP)
 check-gen: $(DEV_STAMP)
 	PYTHON=$(BIN)/python scripts/check_gen.sh
 
+# `buf breaking` compares proto/ with BUF_AGAINST: the newest v* release tag when there is one;
+# before the first release, the main branch (on another branch: what the branch changes); on main
+# itself, the last commit (HEAD: what the uncommitted proto edits would break). All inputs are the
+# local git repository, so it runs offline in a clean clone. `make lint BUF_AGAINST=...` overrides.
+BUF_RELEASE = $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null)
+BUF_BRANCH = $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+BUF_AGAINST ?= .git\#$(if $(BUF_RELEASE),tag=$(BUF_RELEASE),$(if $(filter main,$(BUF_BRANCH)),ref=HEAD,branch=main))
+
 lint: $(DEV_STAMP)
 	$(BIN)/buf lint
+	$(BIN)/buf breaking --against '$(BUF_AGAINST)'
 	$(BIN)/ruff check server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 	$(BIN)/ruff format --check server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 	$(BIN)/mypy
@@ -162,6 +172,25 @@ conformance: $(DEV_STAMP) ts-gen java-build kotlin-build
 test-clients: $(DEV_STAMP) ts-check java-build kotlin-build
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
 	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT)
+
+# --- deployment -------------------------------------------------------------------------------
+
+## The deployment files: the Kubernetes manifests (deploy/kubernetes/**.yaml) against the
+## Kubernetes $(KUBERNETES_VERSION) JSON schemas, strictly (kubernetes-validate: the schemas are in
+## its wheel, offline), the Dockerfile linted (hadolint), deploy/requirements.lock up to date.
+KUBERNETES_VERSION := 1.33.0
+check-deploy: $(DEV_STAMP)
+	$(BIN)/kubernetes-validate --strict --quiet -k $(KUBERNETES_VERSION) \
+	  $$(find deploy/kubernetes -name '*.yaml' ! -name 'kustomization.yaml' | sort)
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/ruff check deploy
+	$(BIN)/ruff format --check deploy
+	$(BIN)/mypy deploy/lock.py
+	$(BIN)/python deploy/lock.py --check
+
+## Rewrite deploy/requirements.lock (the image's pinned runtime dependencies) from the venv.
+lock: $(DEV_STAMP)
+	$(BIN)/python deploy/lock.py
 
 ## Benchmarks (not part of `make test`): this engine against google-adk on the same machine.
 bench: $(DEV_STAMP)

@@ -1,4 +1,5 @@
-"""The ``contextengine`` command line: ``serve``, ``config show`` and ``config check``.
+"""The ``contextengine`` command line: ``serve``, ``config show``, ``config check`` and
+``hash-token``.
 
 ``serve``'s setting flags are not written here: one flag per field of ``ServerSettings``, with the
 field's help text, is derived by :func:`add_setting_flags` (``contextengine.config`` has the
@@ -15,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from contextengine.auth import hash_token
 from contextengine.config import (
     CONFIG_ENV,
     Config,
@@ -26,6 +28,7 @@ from contextengine.config import (
     toml_value,
 )
 from contextengine.server import ServerSettings, serve
+from contextengine.store import mask_dsn
 from contextengine.store.sqlite import DatabaseLockedError
 from contextengine.version import __version__
 
@@ -97,6 +100,15 @@ def _parser() -> argparse.ArgumentParser:
         help="check a configuration file (keys and values), ignoring the environment",
     )
     check.add_argument("file", type=Path, metavar="FILE")
+    sub.add_parser(
+        "hash-token",
+        help="print the SHA-256 of a bearer token read from standard input (for a token file)",
+        description=(
+            "Reads one token from standard input (not an argument: it stays out of the shell's "
+            "history and the process list) and prints the hex digest a token file's sha256 "
+            "takes."
+        ),
+    )
     return parser
 
 
@@ -148,11 +160,22 @@ def _config_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hash_token() -> int:
+    token = sys.stdin.readline().strip()
+    if not token:
+        print("no token on standard input", file=sys.stderr)
+        return 2
+    print(hash_token(token))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     try:
         if args.command == "config":
             return _config_command(args)
+        if args.command == "hash-token":
+            return _hash_token()
         settings = serve_settings(args)
     except ConfigError as error:
         print(error, file=sys.stderr)
@@ -178,7 +201,7 @@ def _serve(settings: ServerSettings) -> int:
         # read-only or missing directory, a file that is not a database): one line, no traceback.
         logging.getLogger("contextengine.server").error(
             "the database %s cannot be used: %s (%s)",
-            settings.db,
+            mask_dsn(settings.db),  # a postgresql:// URL may hold a password
             error,
             type(error).__name__,
         )

@@ -293,8 +293,10 @@ def load(
     try:
         settings = ServerSettings(**{v.setting.field: v.value for v in chosen})
     except ValueError as error:  # checks across fields (the pacer's)
-        given = ", ".join(v.where for v in chosen if v.kind != "default") or "defaults"
-        raise ConfigError(f"settings from {given}: {error}") from None
+        kinds = {v.kind for v in chosen}
+        named = {"flag": "flags", "env": "environment", "file": str(config_file)}
+        given = ", ".join(text for kind, text in named.items() if kind in kinds) or "defaults"
+        raise ConfigError(f"{error} (settings from {given})") from None
     return Config(settings, tuple(chosen), config_file)
 
 
