@@ -22,6 +22,7 @@ from bench import (
     compaction,
     context,
     memory,
+    ops,
     subscribe,
     token_check,
 )
@@ -38,6 +39,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "subscribe": subscribe.run,
     "token-check": token_check.run,
     "memory": memory.run,
+    "ops": ops.run,
 }
 
 
