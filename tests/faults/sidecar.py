@@ -33,13 +33,14 @@ class Sidecar:
     def __init__(
         self,
         workdir: Path,
-        db: Path,
+        db: Path | str,
         name: str,
         args: Sequence[str] = (),
         *,
         cwd: Path | None = None,
     ) -> None:
-        """``cwd``: the process's working directory (``db`` may be relative to it)."""
+        """``db``: a SQLite file or a ``postgresql://`` URL; ``cwd``: the process's working
+        directory (``db`` may be relative to it)."""
         self.db = db
         self.cwd = cwd
         self.port_file = workdir / f"{name}.port"
@@ -158,7 +159,7 @@ class Sidecar:
 
 @asynccontextmanager
 async def running_sidecar(
-    workdir: Path, db: Path, name: str, args: Sequence[str] = ()
+    workdir: Path, db: Path | str, name: str, args: Sequence[str] = ()
 ) -> AsyncIterator[Sidecar]:
     """A started sidecar that is killed on the way out unless it was stopped before."""
     server = Sidecar(workdir, db, name, args)
