@@ -27,7 +27,8 @@ For every report (one driver run, README.md here):
    function-call ids, actions, the rest of the event), with event ids and invocation ids mapped
    to ordinals in order of appearance, event timestamps dropped (the log order is the order) and
    a compaction's start/end timestamps mapped to the positions of the events they bound. The
-   port differences tolerated are listed in :data:`TOLERATED`, each with its reason.
+   port differences tolerated are listed in :data:`TOLERATED`, each with the ports it applies
+   to and its reason (``--tolerances`` prints them); nothing else may differ.
 
 Exit status 1 on any difference, on a port of ``--require`` without a report, or on a report
 without its ``done`` line; every difference is printed, naming port, turn, call and agent.
@@ -59,17 +60,58 @@ from contextengine.v1 import event_pb2
 HERE = Path(__file__).resolve().parent
 REFERENCE_PORT = "python"
 
-#: Port differences the log comparison tolerates: (dotted path in an event's ADK JSON, reason).
-#: A path listed here is removed from both sides before the events are compared.
-TOLERATED: tuple[tuple[str, str], ...] = (
-    (
+ALL_PORTS = frozenset({"python", "java", "typescript"})
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """A difference between the ports' logs the comparison allows, for the ports named, and
+    why. Nothing else is allowed to differ."""
+
+    name: str
+    ports: frozenset[str]
+    reason: str
+
+
+#: Every port difference the log comparison tolerates (each applied in :func:`comparable_log`
+#: only when comparing one of its ports with the Python run).
+TOLERATED: tuple[Tolerance, ...] = (
+    Tolerance(
         "usage_metadata.prompt_token_count",
-        "the scripted model counts the request's JSON as the port serializes it (README.md), "
-        "and each port's JSON spells the same contents with other spacing and key order",
+        ALL_PORTS,
+        "the scripted model counts the request's JSON as the port serializes it (README.md); "
+        "each port spells the same contents with other spacing and key order (and "
+        "total_token_count with it)",
     ),
-    (
-        "usage_metadata.total_token_count",
-        "prompt_token_count + candidates_token_count (see prompt_token_count)",
+    Tolerance(
+        "node_info.path",
+        frozenset({"java", "typescript"}),
+        "google-adk 2.13 records an agent's workflow node path on its events ('root@1'); the "
+        "Java and TypeScript ports have no workflow nodes and record none (the contents builder "
+        "reads it only for single-turn workflow nodes, which the conversation has none of)",
+    ),
+    Tolerance(
+        "transfer_to_agent.args",
+        frozenset({"typescript"}),
+        "ADK TypeScript's transfer_to_agent tool takes {agentName} where google-adk's takes "
+        "{agent_name}: its driver sends the scripted call with the port's parameter name",
+    ),
+    Tolerance(
+        "transfer_to_agent.response",
+        frozenset({"typescript"}),
+        "ADK TypeScript's transfer_to_agent tool answers {result: 'Transfer queued'}, "
+        "google-adk's {result: None}",
+    ),
+    Tolerance(
+        "long_running_answer.invocation",
+        frozenset({"typescript"}),
+        "google-adk 2.13's Runner resumes a long-running call's invocation when the call's "
+        "answer arrives; ADK TypeScript's Runner starts a new invocation for every message. The "
+        "port's answering turn is compared as part of the call's invocation; and because the "
+        "engine's compaction_interval counts the invocations the port recorded, its summaries "
+        "fall at other points from there on: summary events are left out of this port's log "
+        "comparison (each request's contents, summaries included, are still checked against "
+        "google-adk's builder over the port's own log)",
     ),
 )
 
@@ -79,6 +121,12 @@ MAPPED = {
     "invocation_id": "each run's own invocation ids: compared as ordinals in order of appearance",
     "timestamp": "each run's own clock: dropped, the log order is what counts",
 }
+
+
+def tolerated(name: str, port: str) -> bool:
+    """Whether the comparison of ``port``'s log with the Python run's allows ``name``."""
+    return any(t.name == name and port in t.ports for t in TOLERATED)
+
 
 #: Payload keys whose values are JSON the model or tool produced: never renamed.
 _PAYLOADS = frozenset({"args", "response"})
@@ -315,22 +363,51 @@ class _Ordinals:
         return self._seen[value]
 
 
-def comparable_log(log: Sequence[tuple[int, Event]]) -> list[dict[str, Any]]:
-    """The log as the comparison sees it (see the module documentation)."""
+def _transfer_parts(data: dict[str, Any], port: str) -> None:
+    for part in (data.get("content") or {}).get("parts", []):
+        call = part.get("function_call")
+        if call and call.get("name") == "transfer_to_agent":
+            args = call.get("args", {})
+            if tolerated("transfer_to_agent.args", port) and "agentName" in args:
+                args["agent_name"] = args.pop("agentName")
+        response = part.get("function_response")
+        if (
+            response
+            and response.get("name") == "transfer_to_agent"
+            and tolerated("transfer_to_agent.response", port)
+        ):
+            response.pop("response", None)
+
+
+def comparable_log(
+    log: Sequence[tuple[int, Event]], port: str, resumed: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The log as the comparison of ``port``'s log with the Python run's sees it (see the
+    module documentation; ``port``'s tolerances apply to both logs). ``resumed``: invocation
+    ids of this log that count as the invocation they answer (``long_running_answer``)."""
+    resumed = resumed or {}
     events = [event for _, event in log]
     ids, invocations = _Ordinals("event-"), _Ordinals("invocation-")
+
+    def invocation(value: str) -> str:
+        return invocations(resumed.get(value, value))
+
     plain = [e.timestamp for e in events if e.actions.compaction is None]
     out = []
     for event in events:
+        if event.actions.compaction is not None and tolerated(
+            "long_running_answer.invocation", port
+        ):
+            continue
         data = normalize(event.model_dump(mode="json", exclude_none=True))
         data["id"] = ids(event.id)
-        data["invocation_id"] = invocations(event.invocation_id)
+        data["invocation_id"] = invocation(event.invocation_id)
         data.pop("timestamp", None)
         if data.get("long_running_tool_ids") == []:
             del data["long_running_tool_ids"]
         actions = data.get("actions", {})
         if actions.get("rewind_before_invocation_id"):
-            actions["rewind_before_invocation_id"] = invocations(
+            actions["rewind_before_invocation_id"] = invocation(
                 actions["rewind_before_invocation_id"]
             )
         compaction = actions.get("compaction")
@@ -339,14 +416,45 @@ def comparable_log(log: Sequence[tuple[int, Event]]) -> list[dict[str, Any]]:
             if start is not None:
                 compaction["starts_at_event"] = sum(1 for t in plain if t < start)
             compaction["ends_after_event"] = sum(1 for t in plain if t <= end)
-        for path, _reason in TOLERATED:
-            _drop(data, path)
+        if tolerated("usage_metadata.prompt_token_count", port):
+            _drop(data, "usage_metadata.prompt_token_count")
+            _drop(data, "usage_metadata.total_token_count")
+        if tolerated("node_info.path", port):
+            _drop(data, "node_info.path")
+        _transfer_parts(data, port)
         out.append(data)
     return out
 
 
-def check_log(port: Report, reference: Report, logs: dict[str, list[dict[str, Any]]]) -> list[str]:
-    got, expected = logs[port.name], logs[reference.name]
+def resumed_invocations(report: Report, conversation: dict[str, Any]) -> dict[str, str]:
+    """For a port whose runner gives a long-running call's answer its own invocation: each
+    answering turn's invocation -> the invocation of the turn that made the call."""
+    if not tolerated("long_running_answer.invocation", report.port):
+        return {}
+    caller = {
+        call["id"]: turn["id"]
+        for turn in conversation["turns"]
+        for answer in turn["answers"]
+        for call in answer.get("calls", [])
+    }
+    out: dict[str, str] = {}
+    for turn in conversation["turns"]:
+        answered = turn["user"].get("function_response", {}).get("id")
+        made = caller.get(answered) if answered else None
+        if made is not None and turn["id"] in report.turns and made in report.turns:
+            out[report.turns[turn["id"]]] = out.get(report.turns[made], report.turns[made])
+    return out
+
+
+def check_log(
+    port: Report,
+    reference: Report,
+    logs: dict[str, Sequence[tuple[int, Event]]],
+    conversation: dict[str, Any],
+) -> list[str]:
+    resumed = resumed_invocations(port, conversation)
+    got = comparable_log(logs[port.name], port.port, resumed)
+    expected = comparable_log(logs[reference.name], port.port)
     problems = []
     for index, (a, b) in enumerate(zip(got, expected, strict=False)):
         if a != b:
@@ -361,7 +469,7 @@ def check_log(port: Report, reference: Report, logs: dict[str, list[dict[str, An
             f"[{port.name}] session log has {len(got)} events, the {reference.name} run's "
             f"{len(expected)}"
         )
-    turns = _turn_ordinals(port), _turn_ordinals(reference)
+    turns = _turn_ordinals(port, resumed), _turn_ordinals(reference, {})
     if turns[0] != turns[1]:
         problems.append(
             f"[{port.name}] the turns' invocations (as ordinals) are {turns[0]}, the "
@@ -370,9 +478,12 @@ def check_log(port: Report, reference: Report, logs: dict[str, list[dict[str, An
     return problems
 
 
-def _turn_ordinals(report: Report) -> list[tuple[str, str]]:
+def _turn_ordinals(report: Report, resumed: dict[str, str]) -> list[tuple[str, str]]:
     ordinals = _Ordinals("invocation-")
-    return [(turn, ordinals(invocation)) for turn, invocation in report.turns.items()]
+    return [
+        (turn, ordinals(resumed.get(invocation, invocation)))
+        for turn, invocation in report.turns.items()
+    ]
 
 
 # ---- main ------------------------------------------------------------------------------------
@@ -399,12 +510,12 @@ def compare(
     if not reports:
         return problems
     sessions = asyncio.run(stored(target, reports))
-    logs: dict[str, list[dict[str, Any]]] = {}
+    logs: dict[str, Sequence[tuple[int, Event]]] = {}
     for report in reports:
         session = sessions[report.name]
         log = to_adk(session.events)
         problems += check_calls(report, log, session.preamble)
-        logs[report.name] = comparable_log(log)
+        logs[report.name] = log
     reference = next((r for r in reports if r.port == REFERENCE_PORT), None)
     if reference is None:
         if len(reports) > 1 or reports[0].port != REFERENCE_PORT:
@@ -412,7 +523,7 @@ def compare(
         return problems
     for report in reports:
         if report is not reference:
-            problems += check_log(report, reference, logs)
+            problems += check_log(report, reference, logs, conversation)
     return problems
 
 
@@ -423,8 +534,17 @@ def main(argv: Sequence[str]) -> int:
         "--require", default="", help="ports that must have a report: python,java,typescript"
     )
     parser.add_argument("--conversation", default=str(HERE / "conversation.json"))
-    parser.add_argument("reports", nargs="+", type=Path)
+    parser.add_argument(
+        "--tolerances", action="store_true", help="print the tolerated port differences and exit"
+    )
+    parser.add_argument("reports", nargs="*", type=Path)
     args = parser.parse_args(argv)
+    if args.tolerances:
+        for tolerance in TOLERATED:
+            print(f"{tolerance.name} ({', '.join(sorted(tolerance.ports))}): {tolerance.reason}")
+        return 0
+    if not args.reports:
+        parser.error("no report given")
     conversation = json.loads(Path(args.conversation).read_text(encoding="utf-8"))
     require = [p for p in args.require.split(",") if p]
     problems = compare(args.target, args.reports, require, conversation)
@@ -443,6 +563,9 @@ def main(argv: Sequence[str]) -> int:
         f"adk parity: {len(args.reports)} report(s), {calls} model calls equal to google-adk "
         "2.13's, session logs equal to the python run's"
     )
+    for port in sorted({read_report(path)[0].port for path in args.reports} - {REFERENCE_PORT}):
+        names = [t.name for t in TOLERATED if port in t.ports]
+        print(f"  {port}: tolerated (compare.py --tolerances): {', '.join(names) or 'nothing'}")
     return 0
 
 
