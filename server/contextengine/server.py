@@ -31,7 +31,7 @@ from contextengine.service.context_service import ContextServicer
 from contextengine.service.memory_service import MemoryServicer
 from contextengine.service.session_service import SessionServicer
 from contextengine.service.subscription_service import SubscriptionServicer
-from contextengine.store import EventStore
+from contextengine.store import EventStore, mask_dsn
 from contextengine.subscriptions.broadcaster import Broadcaster
 from contextengine.v1 import (
     compaction_service_pb2,
@@ -356,7 +356,7 @@ class ContextEngineServer:
         _LOG.info(
             "serving on %s (db=%s, tls=%s, auth=%s)",
             self.target,
-            self.settings.db,
+            mask_dsn(self.settings.db),  # a postgresql:// URL may hold a password
             "off" if edge.credentials is None else tls,
             "off" if edge.authorizer is None else "tokens",
         )

@@ -20,7 +20,10 @@ def is_postgres_dsn(db: str) -> bool:
 
 def mask_dsn(dsn: str) -> str:
     """``dsn`` with its password (in the URL's user part, or a ``password=`` query parameter)
-    replaced by ``***``; the rest (user, host, port, database) stays, for diagnosis."""
+    replaced by ``***``; the rest (user, host, port, database) stays, for diagnosis. Anything
+    that is not a PostgreSQL URL (a SQLite path) is returned unchanged."""
+    if not is_postgres_dsn(dsn):
+        return dsn
     try:
         parts = urlsplit(dsn)
     except ValueError:

@@ -118,7 +118,7 @@ class PostgresStore:
 
     async def open(self) -> None:
         """Connects, and migrates the schema (once, under an advisory lock, whichever sidecar
-        comes first). Raises STORAGE_UNAVAILABLE when the database cannot be reached."""
+        comes first). Raises ConnectionError when the database cannot be reached."""
         if self._pool is not None:
             return
         try:
@@ -128,14 +128,11 @@ class PostgresStore:
                 max_size=self._pool_size,
                 timeout=self._connect_timeout,
             )
-        except Exception as error:
-            problem = storage_error(error)
-            if problem is None:
-                raise
-            raise ContextEngineError(
-                "STORAGE_UNAVAILABLE",
-                f"cannot connect to PostgreSQL at {self.masked_dsn}: {type(error).__name__}",
-                postgres_error=type(error).__name__,
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            # Unreachable, refused, a wrong password or database: a ConnectionError (an OSError),
+            # so the sidecar's start fails with one line naming the masked DSN.
+            raise ConnectionError(
+                f"cannot connect to PostgreSQL at {self.masked_dsn}: {error}"
             ) from error
         try:
             async with pool.acquire() as conn:
