@@ -1,0 +1,204 @@
+package dev.contextengine.adk;
+
+import com.google.adk.agents.BaseAgent;
+import com.google.adk.agents.CallbackContext;
+import com.google.adk.agents.InvocationContext;
+import com.google.adk.agents.LlmAgent;
+import com.google.adk.models.BaseLlm;
+import com.google.adk.models.Claude;
+import com.google.adk.models.Gemini;
+import com.google.adk.models.LlmRequest;
+import com.google.adk.models.LlmResponse;
+import com.google.adk.plugins.BasePlugin;
+import com.google.genai.types.Content;
+import com.google.genai.types.GenerateContentConfig;
+import com.google.genai.types.Tool;
+import dev.contextengine.client.ContextEngineClient;
+import dev.contextengine.client.ContextEngineException;
+import dev.contextengine.v1.BuildContextRequest;
+import dev.contextengine.v1.BuildContextResponse;
+import dev.contextengine.v1.CacheDecision;
+import dev.contextengine.v1.EndInvocationRequest;
+import dev.contextengine.v1.IncludeContents;
+import dev.contextengine.v1.ModelIdentity;
+import dev.contextengine.v1.ModelProvider;
+import io.reactivex.rxjava3.core.Completable;
+import io.reactivex.rxjava3.core.Maybe;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * The engine builds the model contents of every model call of an ADK Java app: install it on the
+ * {@code Runner} ({@code plugins(new ContextEnginePlugin(client))}) next to a {@link
+ * ContextEngineSessionService} on the same sidecar, which holds the log the contents are built
+ * from.
+ *
+ * <ul>
+ *   <li><b>Before each model call</b> ({@code beforeModelCallback}) the request's contents are
+ *       replaced by the engine's {@code BuildContext} for the calling agent: its name, the
+ *       invocation's branch, {@code includeContents}, the model identity (Gemini, Claude or other,
+ *       and the model name, so that {@code adk-} function-call ids are stripped or kept as ADK
+ *       Python does for that model), the invocation id and its user content, the system
+ *       instruction, tools and tool config (for the prompt-cache fingerprint). The engine applies
+ *       rewinds, other agents' turns, compaction summaries and, with a token threshold configured,
+ *       compacts first: google-adk 2.13's (Python's) history, not ADK Java's own.
+ *   <li><b>Prompt caching</b>, when the engine's app configuration has a {@code
+ *       context_cache_config}: a cache the decision names (reused, or created by the engine with
+ *       {@code managed_gemini_caches}) is sent as {@code config.cachedContent}, without the system
+ *       instruction, tools and tool config it holds, and with only the contents after the cached
+ *       ones. ADK Java 1.8's {@code LlmResponse} and {@code Event} have no {@code cacheMetadata},
+ *       so the decision's metadata cannot be recorded on the model's event as ADK Python does.
+ *   <li><b>After a run</b> ({@code afterRunCallback}) {@code EndInvocation} tells the engine, which
+ *       then compacts in the background as the app's compaction configuration says.
+ * </ul>
+ *
+ * <p>Configure compaction and caching in the engine, not in ADK: an {@code App} with ADK's own
+ * {@code eventsCompactionConfig} or {@code contextCacheConfig} would summarise or cache a second
+ * time; the plugin fails such a run with an {@link IllegalStateException} naming the setting. A
+ * session the engine does not have fails the model call with an {@link IllegalStateException}
+ * (the session service is on another sidecar); a sidecar that is down, with the client's {@link
+ * ContextEngineException} ({@code UNAVAILABLE}).
+ */
+public final class ContextEnginePlugin extends BasePlugin {
+  private final ContextEngineClient client;
+
+  /** The plugin over {@code client} (the session service's; shared, not closed). */
+  public ContextEnginePlugin(ContextEngineClient client) {
+    this(client, "contextengine");
+  }
+
+  /** The plugin with another name (ADK's plugin manager keys plugins by name). */
+  public ContextEnginePlugin(ContextEngineClient client, String name) {
+    super(name);
+    this.client = Objects.requireNonNull(client, "client");
+  }
+
+  @Override
+  public Maybe<Content> beforeRunCallback(InvocationContext context) {
+    return Maybe.fromAction(() -> checkApp(context));
+  }
+
+  @Override
+  public Maybe<LlmResponse> beforeModelCallback(
+      CallbackContext callbackContext, LlmRequest.Builder request) {
+    return Maybe.fromAction(
+        () -> {
+          InvocationContext context = callbackContext.invocationContext();
+          checkApp(context);
+          BaseAgent agent = context.agent();
+          if (!(agent instanceof LlmAgent llmAgent)) {
+            return;
+          }
+          LlmRequest current = request.build();
+          BuildContextRequest build = buildRequest(context, llmAgent, current);
+          BuildContextResponse response;
+          try {
+            response = client.buildContext(build);
+          } catch (ContextEngineException e) {
+            if ("SESSION_NOT_FOUND".equals(e.reason())) {
+              throw new IllegalStateException(
+                  "session " + build.getSessionId() + " is not on the plugin's sidecar ("
+                      + client.target() + "): give the plugin the session service's client",
+                  e);
+            }
+            throw e;
+          }
+          List<Content> contents = new ArrayList<>(response.getContentsCount());
+          for (dev.contextengine.v1.Content content : response.getContentsList()) {
+            contents.add(AdkConvert.contentFromProto(content));
+          }
+          request.contents(contents);
+          if (response.hasCacheDecision()) {
+            applyCache(request, current, contents, response.getCacheDecision());
+          }
+        });
+  }
+
+  @Override
+  public Completable afterRunCallback(InvocationContext context) {
+    return Completable.fromAction(
+        () ->
+            client.endInvocation(
+                EndInvocationRequest.newBuilder()
+                    .setAppName(context.session().appName())
+                    .setUserId(context.session().userId())
+                    .setSessionId(context.session().id())
+                    .setInvocationId(context.invocationId())
+                    .build()));
+  }
+
+  /** The engine's model identity of an ADK Java model ({@code OTHER} for classes it does not know). */
+  public static ModelIdentity modelIdentity(Optional<BaseLlm> model, String modelName) {
+    ModelProvider provider = ModelProvider.MODEL_PROVIDER_OTHER;
+    if (model.isPresent() && model.get() instanceof Gemini) {
+      provider = ModelProvider.MODEL_PROVIDER_GEMINI;
+    } else if (model.isPresent() && model.get() instanceof Claude) {
+      provider = ModelProvider.MODEL_PROVIDER_ANTHROPIC;
+    }
+    String name = modelName.isEmpty() && model.isPresent() ? model.get().model() : modelName;
+    return ModelIdentity.newBuilder().setProvider(provider).setModel(name).build();
+  }
+
+  private static void checkApp(InvocationContext context) {
+    List<String> found = new ArrayList<>();
+    if (context.eventsCompactionConfig().isPresent()) {
+      found.add("eventsCompactionConfig");
+    }
+    if (context.contextCacheConfig().isPresent()) {
+      found.add("contextCacheConfig");
+    }
+    if (!found.isEmpty()) {
+      String names = String.join(" and ", found);
+      throw new IllegalStateException(
+          "the app configures ADK's own " + names + " and the ContextEnginePlugin: remove "
+              + names + " from the App and configure compaction and prompt caching in the "
+              + "engine's app configuration (UpdateAppConfig), which the plugin applies");
+    }
+  }
+
+  private static BuildContextRequest buildRequest(
+      InvocationContext context, LlmAgent agent, LlmRequest current) {
+    boolean currentTurn = agent.includeContents() == LlmAgent.IncludeContents.NONE;
+    BuildContextRequest.Builder out =
+        BuildContextRequest.newBuilder()
+            .setAppName(context.session().appName())
+            .setUserId(context.session().userId())
+            .setSessionId(context.session().id())
+            .setAgentName(agent.name())
+            .setIncludeContents(
+                currentTurn ? IncludeContents.INCLUDE_CONTENTS_NONE : IncludeContents.INCLUDE_CONTENTS_DEFAULT)
+            .setModel(modelIdentity(agent.resolvedModel().model(), current.model().orElse("")))
+            .setInvocationId(context.invocationId());
+    context.branch().ifPresent(out::setBranch);
+    context.userContent().ifPresent(c -> out.setUserContent(AdkConvert.contentToProto(c)));
+    Optional<GenerateContentConfig> config = current.config();
+    if (config.isPresent()) {
+      config.get().systemInstruction().ifPresent(s -> out.setSystemInstruction(AdkConvert.contentToProto(s)));
+      for (Tool tool : config.get().tools().orElse(List.of())) {
+        out.addTools(AdkConvert.structOf(tool));
+      }
+      config.get().toolConfig().ifPresent(t -> out.setToolConfig(AdkConvert.structOf(t)));
+    }
+    return out.build();
+  }
+
+  private static void applyCache(
+      LlmRequest.Builder request, LlmRequest current, List<Content> contents, CacheDecision decision) {
+    if (decision.getCacheName().isEmpty()) {
+      return; // fingerprint only, or a cache the agent would create: the whole request goes out
+    }
+    GenerateContentConfig.Builder config =
+        current.config().map(GenerateContentConfig::toBuilder).orElseGet(GenerateContentConfig::builder);
+    request.config(
+        config
+            .cachedContent(decision.getCacheName())
+            .clearSystemInstruction()
+            .clearTools()
+            .clearToolConfig()
+            .build());
+    int from = Math.min(decision.getSendFromIndex(), contents.size());
+    request.contents(new ArrayList<>(contents.subList(from, contents.size())));
+  }
+}
