@@ -14,6 +14,8 @@
  * - `subscribeEvents` / `watchSessionState` are async iterables that reopen the stream from the
  *   last cursor received when it breaks (server shutdown, lost connection, SUBSCRIBER_LAGGED).
  */
+
+import type { SecureClientSessionOptions } from "node:http2";
 import { clone, create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -113,6 +115,28 @@ export interface ContextEngineClientOptions {
   interceptors?: Interceptor[];
   /** A transport of your own instead of the HTTP/2 gRPC transport (tests, other protocols). */
   transport?: Transport;
+  /**
+   * A bearer token sent as `authorization: Bearer <token>` on every call (a sidecar started with
+   * `--auth-tokens-file` or `--auth-token`; see docs/security.md).
+   */
+  token?: string;
+  /**
+   * TLS to the sidecar (`true`: verified against Node's default roots), or its certificates.
+   * A target given as `https://host:port` uses TLS too.
+   */
+  tls?: boolean | TlsOptions;
+}
+
+/** TLS settings of {@link ContextEngineClientOptions.tls} (PEM text or bytes). */
+export interface TlsOptions {
+  /** CA certificates the server's certificate is verified against (default: Node's roots). */
+  rootCertificates?: string | Uint8Array;
+  /** The client's certificate chain, for mTLS (with {@link privateKey}). */
+  certificateChain?: string | Uint8Array;
+  /** The client's private key, for mTLS (with {@link certificateChain}). */
+  privateKey?: string | Uint8Array;
+  /** The name the server's certificate must carry, when it is not the target's host. */
+  serverName?: string;
 }
 
 /** A BuildContext request as a plain object: the session, the view and the options below. */
@@ -162,13 +186,54 @@ export interface StreamOptions {
 
 const SERVER_HEARTBEAT_SECONDS = 15;
 
-/** `host:port` or `http://host:port` to the base URL of the gRPC transport. */
-export function baseUrlOf(target: string): string {
+/**
+ * `host:port`, `http://host:port` or `https://host:port` to the base URL of the gRPC transport
+ * (`https` for a bare `host:port` when `tls`).
+ */
+export function baseUrlOf(target: string, tls = false): string {
   if (target.startsWith("unix:")) {
     throw new RangeError("Unix sockets are not supported by the TypeScript client; use host:port");
   }
-  const url = /^https?:\/\//.test(target) ? target : `http://${target}`;
+  if (tls && target.startsWith("http://")) {
+    throw new RangeError("an http:// target cannot use TLS; use https://host:port or host:port");
+  }
+  const url = /^https?:\/\//.test(target) ? target : `${tls ? "https" : "http"}://${target}`;
   return url.replace(/\/+$/, "");
+}
+
+/** An interceptor adding `authorization: Bearer <token>` to every request. */
+export function bearerToken(token: string): Interceptor {
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    throw new RangeError("the token must be printable ASCII without spaces, and not empty");
+  }
+  const value = `Bearer ${token}`;
+  return (next) => (request) => {
+    request.header.set("authorization", value);
+    return next(request);
+  };
+}
+
+/** The node:http2 options of {@link ContextEngineClientOptions.tls}. */
+function tlsSessionOptions(
+  tls: boolean | TlsOptions | undefined,
+): SecureClientSessionOptions | undefined {
+  if (tls === undefined || typeof tls === "boolean") {
+    return undefined;
+  }
+  if ((tls.certificateChain === undefined) !== (tls.privateKey === undefined)) {
+    throw new RangeError("tls.certificateChain and tls.privateKey are given together (mTLS)");
+  }
+  const pem = (value: string | Uint8Array | undefined) =>
+    value === undefined || typeof value === "string" ? value : Buffer.from(value);
+  const options: SecureClientSessionOptions = {};
+  const ca = pem(tls.rootCertificates);
+  const cert = pem(tls.certificateChain);
+  const key = pem(tls.privateKey);
+  if (ca !== undefined) options.ca = ca;
+  if (cert !== undefined) options.cert = cert;
+  if (key !== undefined) options.key = key;
+  if (tls.serverName !== undefined) options.servername = tls.serverName;
+  return options;
 }
 
 /** The cursor a subscription frame carries (`""` for none). */
@@ -221,7 +286,7 @@ export class ContextEngineClient {
 
   /** `target`: `host:port` (e.g. `127.0.0.1:50151`) or `http://host:port`. */
   constructor(target: string, options: ContextEngineClientOptions = {}) {
-    this.baseUrl = baseUrlOf(target);
+    this.baseUrl = baseUrlOf(target, options.tls !== undefined && options.tls !== false);
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.attempts = options.attempts ?? 4;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
@@ -234,12 +299,20 @@ export class ContextEngineClient {
     let transport = options.transport;
     if (transport === undefined) {
       const ping = { pingIntervalMs: options.pingIntervalMs ?? 30_000 };
-      this.sessionManager = new Http2SessionManager(this.baseUrl, ping);
+      this.sessionManager = new Http2SessionManager(
+        this.baseUrl,
+        ping,
+        tlsSessionOptions(options.tls),
+      );
       const maxBytes = options.maxMessageBytes ?? 64 * 1024 * 1024;
+      const interceptors = [...(options.interceptors ?? [])];
+      if (options.token !== undefined) {
+        interceptors.unshift(bearerToken(options.token));
+      }
       transport = createGrpcTransport({
         baseUrl: this.baseUrl,
         sessionManager: this.sessionManager,
-        interceptors: options.interceptors ?? [],
+        interceptors,
         readMaxBytes: maxBytes,
         writeMaxBytes: maxBytes,
       });

@@ -3,6 +3,7 @@ export {
   type BuildContextInit,
   type BuildContextOptions,
   baseUrlOf,
+  bearerToken,
   type CallOptions,
   ContextEngineClient,
   type ContextEngineClientOptions,
@@ -10,6 +11,7 @@ export {
   frameCursor,
   type Init,
   type StreamOptions,
+  type TlsOptions,
 } from "./client.js";
 export {
   ContextEngineError,
