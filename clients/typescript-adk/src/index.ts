@@ -16,5 +16,5 @@ export {
 } from "./convert.js";
 export { SessionAlreadyExistsError, SessionNotFoundError, StaleSessionError } from "./errors.js";
 export { ContextEngineMemoryService, entryToAdk, MAX_QUERY_CHARS } from "./memory.js";
-export { ContextEnginePlugin, systemInstructionContent } from "./plugin.js";
+export { applyCacheDecision, ContextEnginePlugin, systemInstructionContent } from "./plugin.js";
 export { ContextEngineSessionService, lastSequenceOf, paginate } from "./sessions.js";

@@ -81,6 +81,31 @@ export function systemInstructionContent(value: ContentUnion | undefined): Conte
   return { parts: [value as Part] };
 }
 
+/**
+ * Sends a request with the cache a decision names (to reuse, or one the engine created):
+ * `config.cachedContent` set, without the system instruction, tools and tool config the cache
+ * holds, and only the contents after the cached ones (after ADK's continuation turn is added, as
+ * ADK's Gemini model does before cutting the prefix). A decision without a cache name
+ * (fingerprint only, or a cache left to the agent to create) leaves the request whole.
+ */
+export function applyCacheDecision(
+  llmRequest: LlmRequest,
+  decision: Pick<CacheDecision, "cacheName" | "sendFromIndex">,
+  model?: { maybeAppendUserContent(request: LlmRequest): void },
+): void {
+  if (!decision.cacheName) {
+    return;
+  }
+  const config = llmRequest.config ?? {};
+  config.cachedContent = decision.cacheName;
+  delete config.systemInstruction;
+  delete config.tools;
+  delete config.toolConfig;
+  llmRequest.config = config;
+  model?.maybeAppendUserContent(llmRequest);
+  llmRequest.contents = llmRequest.contents.slice(decision.sendFromIndex);
+}
+
 /** ADK TypeScript's app and the engine's prompt building, joined; see the module docs. */
 export class ContextEnginePlugin extends BasePlugin {
   readonly connection: Connection;
@@ -172,17 +197,7 @@ export class ContextEnginePlugin extends BasePlugin {
       const metadata = toJson(CacheMetadataSchema, decision.cacheMetadata) as JsonObject;
       this.pendingCache.set(key(ic.invocationId, agent.name), metadata);
     }
-    if (!decision.cacheName) {
-      return; // fingerprint only, or a cache left to the agent to create: the whole request
-    }
-    const config = llmRequest.config ?? {};
-    config.cachedContent = decision.cacheName;
-    delete config.systemInstruction;
-    delete config.tools;
-    delete config.toolConfig;
-    llmRequest.config = config;
-    agent.canonicalModel?.maybeAppendUserContent(llmRequest);
-    llmRequest.contents = llmRequest.contents.slice(decision.sendFromIndex);
+    applyCacheDecision(llmRequest, decision, agent.canonicalModel);
   }
 
   override async afterModelCallback({

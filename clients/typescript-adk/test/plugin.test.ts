@@ -13,11 +13,13 @@ import {
   FunctionTool,
   InMemorySessionService,
   LlmAgent,
+  PreloadMemoryTool,
   Runner,
 } from "@google/adk";
 import { type Content, type Schema, Type } from "@google/genai";
 import { serverTarget, stopServer, uniqueApp } from "../../typescript/test/helpers.js";
 import {
+  applyCacheDecision,
   ContextEngineMemoryService,
   ContextEnginePlugin,
   ContextEngineSessionService,
@@ -198,6 +200,98 @@ describe("ContextEnginePlugin", () => {
     };
     await assert.rejects(run, /is not in the plugin's engine/);
     assert.equal(model.calls.length, 0, "the model was called without the engine's contents");
+  });
+});
+
+describe("prompt caching", () => {
+  it("the engine's cache decision is recorded on the model's events", async () => {
+    const app = uniqueApp();
+    await sessions.client.updateAppConfig({
+      config: { appName: app, contextCacheConfig: { minTokens: 0 } },
+    });
+    const model = new ScriptedModel();
+    const runner = new Runner({
+      appName: app,
+      agent: new LlmAgent({ name: "root", model, instruction: "Plan." }),
+      sessionService: sessions,
+      plugins: [new ContextEnginePlugin({ connection })],
+    });
+    const session = await sessions.createSession({ appName: app, userId: "u" });
+    for (const text of ["one", "two"]) {
+      model.script([{ text: `answer ${text}` }]);
+      for await (const _ of runner.runAsync({
+        userId: "u",
+        sessionId: session.id,
+        newMessage: { role: "user", parts: [{ text }] },
+      })) {
+        // read back below
+      }
+    }
+    const stored = await sessions.client.getSession({
+      appName: app,
+      userId: "u",
+      sessionId: session.id,
+    });
+    const answers = (stored.session?.events ?? []).filter((e) => e.author === "root");
+    assert.equal(answers.length, 2);
+    for (const answer of answers) {
+      assert.ok(answer.cacheMetadata?.fingerprint, "no cache metadata on the model's event");
+      assert.ok((answer.cacheMetadata?.contentsCount ?? 0) >= 0);
+      assert.equal(answer.cacheMetadata?.cacheName, undefined);
+    }
+    // without a cache to reuse, the whole request went out
+    assert.ok(model.calls.every((call) => call.request.config?.systemInstruction !== undefined));
+  });
+
+  it("a cache to reuse is sent as cachedContent, without what it holds", () => {
+    const request = {
+      contents: [
+        { role: "user", parts: [{ text: "one" }] },
+        { role: "model", parts: [{ text: "two" }] },
+        { role: "user", parts: [{ text: "three" }] },
+      ],
+      config: { systemInstruction: "Plan.", tools: [{ functionDeclarations: [] }], toolConfig: {} },
+      liveConnectConfig: {},
+      toolsDict: {},
+    };
+    applyCacheDecision(request, { cacheName: "cachedContents/abc", sendFromIndex: 2 });
+    assert.deepEqual(request.config, { cachedContent: "cachedContents/abc" });
+    assert.deepEqual(request.contents, [{ role: "user", parts: [{ text: "three" }] }]);
+    const whole = {
+      contents: [{ role: "user", parts: [{ text: "x" }] }],
+      config: {},
+      liveConnectConfig: {},
+      toolsDict: {},
+    };
+    applyCacheDecision(whole, { cacheName: "", sendFromIndex: 1 });
+    assert.equal(whole.contents.length, 1);
+  });
+
+  it("an agent with PreloadMemoryTool is refused at the model call", async () => {
+    const app = uniqueApp();
+    const model = new ScriptedModel();
+    const runner = new Runner({
+      appName: app,
+      agent: new LlmAgent({ name: "root", model, tools: [new PreloadMemoryTool()] }),
+      sessionService: sessions,
+      memoryService: new ContextEngineMemoryService({ connection }),
+      plugins: [new ContextEnginePlugin({ connection })],
+    });
+    const session = await sessions.createSession({ appName: app, userId: "u" });
+    model.script([{ text: "never" }]);
+    const run = async () => {
+      for await (const event of runner.runAsync({
+        userId: "u",
+        sessionId: session.id,
+        newMessage: { role: "user", parts: [{ text: "hi" }] },
+      })) {
+        if (event.errorMessage) {
+          throw new Error(event.errorMessage);
+        }
+      }
+    };
+    await assert.rejects(run, /PreloadMemoryTool/);
+    assert.equal(model.calls.length, 0);
   });
 });
 
