@@ -15,6 +15,9 @@ PY_ADK := clients/adk_python
 PROJECTS := pyproject.toml $(PY_CLIENT)/pyproject.toml $(PY_ADK)/pyproject.toml
 TS_DIR := clients/typescript
 TS_STAMP := $(TS_DIR)/node_modules/.stamp-ci
+# The ADK TypeScript drop-ins (@contextengine/adk) on the TypeScript client's sources.
+TS_ADK_DIR := clients/typescript-adk
+TS_ADK_STAMP := $(TS_ADK_DIR)/node_modules/.stamp-ci
 CONFORMANCE_REPORTS := $(CURDIR)/build/conformance
 JAVA_DIR := clients/java
 # Maven through the committed wrapper (Maven 3.9.16): the first build downloads into ~/.m2, later
@@ -29,6 +32,7 @@ JAVA_JAR := target/contextengine-client-0.1.0-SNAPSHOT
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean
 .PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
 .PHONY: kotlin-build test-kotlin kotlin-example
+.PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
 .PHONY: check-deploy lock
 
 # --- set-up -----------------------------------------------------------------------------------
@@ -61,6 +65,14 @@ $(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 	touch $@
 
 ts-deps: $(TS_STAMP)
+
+# The ADK TypeScript drop-ins' dependencies (@google/adk 2.0.0 and what it pulls), exactly as
+# locked (cached in clients/typescript-adk/node_modules); they build on the TypeScript client's.
+$(TS_ADK_STAMP): $(TS_ADK_DIR)/package.json $(TS_ADK_DIR)/package-lock.json | $(TS_STAMP)
+	cd $(TS_ADK_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+ts-adk-deps: $(TS_ADK_STAMP)
 
 # --- the two commands -------------------------------------------------------------------------
 
@@ -118,11 +130,18 @@ ts-check: ts-gen
 	cd $(TS_DIR) && node_modules/.bin/biome ci --error-on-warnings --colors=off .
 	cd $(TS_DIR) && node_modules/.bin/tsc -p tsconfig.json
 
+## Biome (lint + format) and the strict type check of the ADK TypeScript drop-ins.
+ts-adk-check: ts-gen ts-adk-deps
+	cd $(TS_ADK_DIR) && node_modules/.bin/biome ci --error-on-warnings --colors=off .
+	cd $(TS_ADK_DIR) && node_modules/.bin/tsc -p tsconfig.json
+
 PY_CONFORMANCE = '$(CURDIR)/$(BIN)/python clients/conformance/python_runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python.jsonl clients/conformance/scenarios'
 # The same scenarios through the Python client (ContextEngineClient), as the other languages' runners.
 PY_CLIENT_CONFORMANCE = '$(CURDIR)/$(BIN)/python $(PY_CLIENT)/conformance/runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python-client.jsonl clients/conformance/scenarios'
 TS_CONFORMANCE = 'cd $(TS_DIR) && node_modules/.bin/tsx conformance/runner.ts --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/typescript.jsonl ../conformance/scenarios'
 TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
+TS_ADK_UNIT = 'cd $(TS_ADK_DIR) && node --import tsx --test test/*.test.ts'
+TS_ADK_EXAMPLE = 'cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts'
 JAVA_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 JAVA_CONFORMANCE = 'cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.conformance.Runner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/java.jsonl ../conformance/scenarios'
 JAVA_UNIT = 'cd $(JAVA_DIR) && ./mvnw -B -ntp -T1 surefire:test'
@@ -162,6 +181,14 @@ kotlin-example: kotlin-build
 test-ts: $(DEV_STAMP) ts-gen
 	$(BIN)/python scripts/with_server.py $(TS_UNIT)
 
+## The ADK TypeScript drop-ins' tests (a real server is started for them).
+test-ts-adk: $(DEV_STAMP) ts-gen ts-adk-deps
+	$(BIN)/python scripts/with_server.py $(TS_ADK_UNIT)
+
+## The ADK TypeScript example agent against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
+ts-adk-example: ts-gen ts-adk-deps
+	cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts $(ARGS)
+
 ## Every client's conformance runner against one real server (reports in build/conformance/).
 conformance: $(DEV_STAMP) ts-gen java-build kotlin-build
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) \
@@ -169,8 +196,9 @@ conformance: $(DEV_STAMP) ts-gen java-build kotlin-build
 
 ## What `make test` runs for the clients: one server, every conformance runner, every client's
 ## unit tests; any failure fails the build.
-test-clients: $(DEV_STAMP) ts-check java-build kotlin-build
+test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
+	  $(TS_ADK_UNIT) $(TS_ADK_EXAMPLE) \
 	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT)
 
 # --- deployment -------------------------------------------------------------------------------
@@ -197,4 +225,4 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target $(KOTLIN_DIR)/target
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_ADK_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target $(KOTLIN_DIR)/target
