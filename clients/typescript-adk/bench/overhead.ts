@@ -97,6 +97,9 @@ async function timeSide(side: Side, size: number, invocations: number) {
       sessionId: session.id,
       newMessage: { role: "user", parts: [{ text: `message ${i}` }] },
     })) {
+      if (event.errorMessage) {
+        throw new Error(`${side.name}, ${size} events: ${event.errorCode} ${event.errorMessage}`);
+      }
       replied ||= event.content?.parts?.[0]?.text === `reply ${i}`;
     }
     const elapsed = performance.now() - started;
@@ -146,7 +149,8 @@ async function main(): Promise<void> {
   const invocations = Number(values.invocations);
   const sizes = (values.sizes ?? "").split(",").map(Number);
   const target = values.target ?? (await serverTarget());
-  const engine = new ContextEngineSessionService({ target });
+  // large sessions on a loaded machine: a deadline well above the 10 s default
+  const engine = new ContextEngineSessionService({ target, clientOptions: { timeoutMs: 120_000 } });
   const connection = engine.connection;
   const sides: Side[] = [
     {
