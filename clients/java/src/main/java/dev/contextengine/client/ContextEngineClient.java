@@ -3,6 +3,7 @@ package dev.contextengine.client;
 import dev.contextengine.v1.*;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
+import io.grpc.ChannelCredentials;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
@@ -13,7 +14,11 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
+import io.grpc.TlsChannelCredentials;
 import io.grpc.stub.ClientCalls;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -109,8 +114,64 @@ public final class ContextEngineClient implements AutoCloseable {
     private int maxMessageBytes = 64 * 1024 * 1024;
     private Duration keepAlive = Duration.ofSeconds(30);
     private final List<ClientInterceptor> interceptors = new ArrayList<>();
+    private BearerToken token;
+    private boolean tls;
+    private Path trustCertificates;
+    private Path clientCertificate;
+    private Path clientKey;
 
     private Builder() {}
+
+    /**
+     * A bearer token sent as {@code authorization: Bearer <token>} with every call (a sidecar
+     * started with {@code --auth-tokens-file} or {@code --auth-token}; docs/security.md).
+     */
+    public Builder token(String value) {
+      this.token = new BearerToken(value);
+      return this;
+    }
+
+    /** TLS to the sidecar, its certificate verified against the JVM's default trust store. */
+    public Builder useTls() {
+      this.tls = true;
+      return this;
+    }
+
+    /** TLS to the sidecar, its certificate verified against these CA certificates (PEM). */
+    public Builder trustCertificates(Path caPem) {
+      this.trustCertificates = Objects.requireNonNull(caPem, "caPem");
+      this.tls = true;
+      return this;
+    }
+
+    /**
+     * The client's certificate chain and PKCS#8 private key (PEM files) for mutual TLS (a
+     * sidecar started with {@code --tls-client-ca-file}); implies TLS.
+     */
+    public Builder clientCertificate(Path certificateChainPem, Path privateKeyPem) {
+      this.clientCertificate = Objects.requireNonNull(certificateChainPem, "certificateChainPem");
+      this.clientKey = Objects.requireNonNull(privateKeyPem, "privateKeyPem");
+      this.tls = true;
+      return this;
+    }
+
+    private ChannelCredentials credentials() {
+      if (!tls) {
+        return InsecureChannelCredentials.create();
+      }
+      TlsChannelCredentials.Builder builder = TlsChannelCredentials.newBuilder();
+      try {
+        if (trustCertificates != null) {
+          builder.trustManager(trustCertificates.toFile());
+        }
+        if (clientCertificate != null) {
+          builder.keyManager(clientCertificate.toFile(), clientKey.toFile());
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read the TLS certificates: " + e.getMessage(), e);
+      }
+      return builder.build();
+    }
 
     /**
      * {@code host:port} (e.g. {@code 127.0.0.1:50151}), or a Unix socket: {@code unix:/path},
@@ -173,15 +234,22 @@ public final class ContextEngineClient implements AutoCloseable {
           throw new IllegalArgumentException("a target (host:port or unix:path) or a channel is required");
         }
         ManagedChannelBuilder<?> builder =
-            Grpc.newChannelBuilder(grpcTarget(target), InsecureChannelCredentials.create())
+            Grpc.newChannelBuilder(grpcTarget(target), credentials())
                 .maxInboundMessageSize(maxMessageBytes)
                 .keepAliveTime(keepAlive.toNanos(), TimeUnit.NANOSECONDS);
         owned = builder.build();
         base = owned;
+      } else if (tls) {
+        throw new IllegalArgumentException(
+            "TLS options apply to target(); configure a channel of your own yourself");
       } else if (name == null) {
         name = base.authority();
       }
-      Channel intercepted = ClientInterceptors.intercept(base, interceptors);
+      List<ClientInterceptor> all = new ArrayList<>(interceptors);
+      if (token != null) {
+        all.add(token); // the last added runs first: the token is on the headers others see
+      }
+      Channel intercepted = ClientInterceptors.intercept(base, all);
       ScheduledThreadPoolExecutor scheduler =
           new ScheduledThreadPoolExecutor(
               1,
