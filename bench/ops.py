@@ -30,7 +30,7 @@ from typing import Any
 
 import aiohttp
 import grpc
-from opentelemetry.proto.collector.trace.v1 import (  # type: ignore[attr-defined]
+from opentelemetry.proto.collector.trace.v1 import (
     trace_service_pb2,
     trace_service_pb2_grpc,
 )
@@ -60,8 +60,8 @@ class Sizes:
     history: int
 
 
-FULL = Sizes(rounds=10, calls_per_round=100, history=40)
-QUICK = Sizes(rounds=2, calls_per_round=20, history=10)
+FULL = Sizes(rounds=50, calls_per_round=20, history=40)
+QUICK = Sizes(rounds=4, calls_per_round=10, history=10)
 
 
 @dataclass(eq=False)
@@ -74,7 +74,7 @@ class _Configured(Sidecar):
         return [*super().command(profile_file), *self.extra]
 
 
-class _Collector(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+class _Collector(trace_service_pb2_grpc.TraceServiceServicer):
     """An OTLP/gRPC trace collector that keeps only the number of spans it received."""
 
     def __init__(self) -> None:
@@ -100,6 +100,9 @@ class _Target:
     ops_port: int = 0
     appends: list[float] = field(default_factory=list)
     builds: list[float] = field(default_factory=list)
+    #: the sidecar's CPU seconds while its appends / builds ran
+    append_cpu: float = 0.0
+    build_cpu: float = 0.0
 
 
 def _flags(config: str, collector_port: int, ops_port: int) -> tuple[str, ...]:
@@ -141,7 +144,9 @@ async def run(options: Options) -> Report:
     sizes = QUICK if options.quick else FULL
     collector = _Collector()
     otlp = grpc.aio.server()
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(collector, otlp)
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        collector, otlp
+    )
     collector_port = otlp.add_insecure_port("127.0.0.1:0")
     await otlp.start()
     report = Report(
@@ -179,13 +184,14 @@ async def run(options: Options) -> Report:
                     calls,
                     sum(latencies) / 1000.0,
                     latencies_ms=tuple(latencies),
+                    server_cpu_seconds=getattr(target, f"{pick[:-1]}_cpu"),
                 )
             )
     report.notes.extend(_cost_notes(targets))
     report.notes.append(
         "auth: --auth-token (one admin token); metrics: --ops-listen; tracing: OTLP/gRPC export "
         "to a collector in the benchmark process, every trace sampled; calls sequential, one "
-        "client per sidecar, sidecars alternating in rounds"
+        "client per sidecar, sidecars alternating in rounds (each round starting with the next); sidecar CPU from /proc around each sidecar's share of a round (the OTLP export thread's included where it ran)"
     )
     return report
 
@@ -207,18 +213,31 @@ async def _measure(targets: list[_Target], sizes: Sizes) -> None:
             await client.build_context(APP, USER, "context")
             await client.append_event(APP, USER, "appends", text_event(f"warm {n}"))
     for round_number in range(sizes.rounds):
-        for target in targets:
-            client = target.client
-            assert client is not None
+        # Each round starts with another sidecar: no configuration always comes first.
+        shift = round_number % len(targets)
+        for target in [*targets[shift:], *targets[:shift]]:
+            caller = target.client
+            assert caller is not None
+            cpu = _cpu(target)
             for n in range(sizes.calls_per_round):
                 event = text_event(f"round {round_number} call {n}: " + "text " * 20)
                 start = time.perf_counter()
-                await client.append_event(APP, USER, "appends", event)
-                middle = time.perf_counter()
-                await client.build_context(APP, USER, "context")
-                end = time.perf_counter()
-                target.appends.append((middle - start) * 1000.0)
-                target.builds.append((end - middle) * 1000.0)
+                await caller.append_event(APP, USER, "appends", event)
+                target.appends.append((time.perf_counter() - start) * 1000.0)
+            after = _cpu(target)
+            target.append_cpu += after - cpu
+            for _ in range(sizes.calls_per_round):
+                start = time.perf_counter()
+                await caller.build_context(APP, USER, "context")
+                target.builds.append((time.perf_counter() - start) * 1000.0)
+            target.build_cpu += _cpu(target) - after
+
+
+def _cpu(target: _Target) -> float:
+    seconds = target.sidecar.cpu_seconds()
+    if seconds is None:
+        raise DataCheckError(f"no CPU time of the {target.name} sidecar (/proc)")
+    return seconds
 
 
 async def _check(
@@ -264,6 +283,14 @@ def _cost_notes(targets: list[_Target]) -> list[str]:
             t50, t99 = _percentiles(getattr(target, pick))
             parts.append(f"{target.name} {t50 - p50:+.3f} / {t99 - p99:+.3f}")
         notes.append(f"{label} cost vs off, p50 / p99 ms: " + "; ".join(parts))
+        cpu = f"{pick[:-1]}_cpu"
+        calls = len(base)
+        base_us = getattr(off, cpu) / calls * 1e6
+        extra = [
+            f"{target.name} {getattr(target, cpu) / calls * 1e6 - base_us:+.0f}"
+            for target in targets[1:]
+        ]
+        notes.append(f"{label} sidecar CPU vs off ({base_us:.0f} us/call): " + "; ".join(extra))
     return notes
 
 

@@ -111,6 +111,9 @@ class Metrics:
             "the background ingestion after EndInvocation).",
             registry=r,
         )
+        #: the children written on every write (``labels`` is a locked dict lookup per call)
+        self.commit_ok = self.store_commit_seconds.labels("ok")
+        self.commit_failed = self.store_commit_seconds.labels("failed")
         # Pre-made children of the label sets every sidecar has, so they show as 0 at once.
         for outcome in ("started", "succeeded", "failed", "discarded", "deferred"):
             self.compactions.labels(outcome)

@@ -29,8 +29,9 @@ class SidecarTelemetry(Telemetry):
         return tracer.start_as_current_span(name, attributes=attributes)  # type: ignore[return-value]
 
     def store_commit(self, seconds: float, ok: bool) -> None:
-        if self._metrics is not None:
-            self._metrics.store_commit_seconds.labels("ok" if ok else "failed").observe(seconds)
+        metrics = self._metrics
+        if metrics is not None:
+            (metrics.commit_ok if ok else metrics.commit_failed).observe(seconds)
 
     def compaction(self, outcome: str) -> None:
         if self._metrics is not None:
