@@ -92,12 +92,15 @@ check-gen: $(DEV_STAMP)
 	PYTHON=$(BIN)/python scripts/check_gen.sh
 
 # `buf breaking` compares proto/ with BUF_AGAINST: the newest v* release tag when there is one;
-# before the first release, the main branch (on another branch: what the branch changes); on main
-# itself, the last commit (HEAD: what the uncommitted proto edits would break). All inputs are the
-# local git repository, so it runs offline in a clean clone. `make lint BUF_AGAINST=...` overrides.
+# before the first release, the main branch when on another branch (what the branch changes);
+# on main itself (or a detached HEAD, or without a local main), the last commit (HEAD: what the
+# uncommitted proto edits would break). All inputs are the local git repository, so it runs
+# offline in a clean clone. `make lint BUF_AGAINST=...` overrides.
 BUF_RELEASE = $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null)
-BUF_BRANCH = $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
-BUF_AGAINST ?= .git\#$(if $(BUF_RELEASE),tag=$(BUF_RELEASE),$(if $(filter main,$(BUF_BRANCH)),ref=HEAD,branch=main))
+BUF_BRANCH = $(shell git symbolic-ref -q --short HEAD 2>/dev/null)
+BUF_MAIN = $(shell git rev-parse -q --verify refs/heads/main 2>/dev/null)
+BUF_VS_MAIN = $(if $(BUF_MAIN),$(filter-out main,$(BUF_BRANCH)))
+BUF_AGAINST ?= .git\#$(if $(BUF_RELEASE),tag=$(BUF_RELEASE),$(if $(BUF_VS_MAIN),branch=main,ref=HEAD))
 
 lint: $(DEV_STAMP)
 	$(BIN)/buf lint
