@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,29 @@ class PostgresServer:
 
     port: int
     directory: Path
+    binaries: Path
     _names: Iterator[int] = field(default_factory=itertools.count)
     _free: list[str] = field(default_factory=list)
 
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(self.binaries / "pg_ctl"), "-D", str(self.directory / "data"), *args]
+        return subprocess.run(_as_server_user(command), capture_output=True, text=True, check=False)
+
+    def stop(self, mode: str = "immediate") -> None:
+        """Stops the server (``immediate``: like a crash; ``fast``: a clean shutdown)."""
+        self._pg_ctl("-m", mode, "-w", "stop")
+
+    def start_again(self) -> str | None:
+        """(Re)starts the server on its port and data; None, or pg_ctl's error."""
+        options = (
+            f"-k {self.directory} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off"
+            " -c full_page_writes=off -c max_connections=300"
+        )
+        done = self._pg_ctl("-l", str(self.directory / "log"), "-w", "-o", options, "start")
+        return None if done.returncode == 0 else done.stderr.strip()
 
     def create_database(self) -> str:
         """A database holding the store's schema and no data; returns its name. Databases given
@@ -61,6 +80,12 @@ class PostgresServer:
             return self._free.pop()
         name = f"ce_test_{next(self._names)}"
         _in_own_loop(_execute(self.dsn(), f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}'))
+        return name
+
+    def create_empty_database(self) -> str:
+        """A new database without the store's schema (for migration tests); not recycled."""
+        name = f"ce_empty_{next(self._names)}"
+        _in_own_loop(_execute(self.dsn(), f'CREATE DATABASE "{name}" TEMPLATE template0'))
         return name
 
     def release_database(self, name: str) -> None:
@@ -178,27 +203,35 @@ def _start(binaries: Path) -> PostgresServer:
         shutil.rmtree(directory, ignore_errors=True)
         raise RuntimeError(f"initdb failed: {done.stderr.strip()}")
     for _attempt in range(5):
-        port = _free_port()
-        options = (
-            f"-k {directory} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off"
-            " -c full_page_writes=off -c max_connections=300"
-        )
-        start = [
-            str(binaries / "pg_ctl"),
-            *("-D", str(data), "-l", str(directory / "log"), "-w", "-o", options, "start"),
-        ]
-        done = subprocess.run(_as_server_user(start), capture_output=True, text=True, check=False)
-        if done.returncode == 0:
-            return PostgresServer(port=port, directory=directory)
+        server = PostgresServer(port=_free_port(), directory=directory, binaries=binaries)
+        error = server.start_again()
+        if error is None:
+            return server
     log = (directory / "log").read_text(errors="replace") if (directory / "log").exists() else ""
     shutil.rmtree(directory, ignore_errors=True)
-    raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip()} {log[-2000:]}")
+    raise RuntimeError(f"pg_ctl start failed: {error} {log[-2000:]}")
 
 
-def _stop(server: PostgresServer, binaries: Path) -> None:
-    stop = [str(binaries / "pg_ctl"), "-D", str(server.directory / "data"), "-m", "immediate"]
-    subprocess.run(_as_server_user([*stop, "-w", "stop"]), capture_output=True, check=False)
+def _stop(server: PostgresServer) -> None:
+    server.stop()
     shutil.rmtree(server.directory, ignore_errors=True)
+
+
+@contextmanager
+def private_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the caller's own (for tests that stop and restart it), with the
+    store's schema in its ``ce_template`` database; the same skip/fail rule as
+    ``postgres_server``."""
+    binaries = _binaries() or _install()
+    if binaries is None:
+        _unavailable("no PostgreSQL server binaries (initdb, pg_ctl)")
+        raise AssertionError("unreachable")
+    server = _start(binaries)
+    try:
+        _in_own_loop(_make_template(server))
+        yield server
+    finally:
+        _stop(server)
 
 
 async def _make_template(server: PostgresServer) -> None:
@@ -227,7 +260,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         _in_own_loop(_make_template(server))
         yield server
     finally:
-        _stop(server, binaries)
+        _stop(server)
 
 
 @pytest.fixture

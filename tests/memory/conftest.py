@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from contextengine.engine import MEMORY_DB, Engine, EngineSettings, open_engine
-from contextengine.memory import MemoryIndex, PythonMemoryIndex, SqliteMemoryIndex
+from contextengine.memory import (
+    MemoryIndex,
+    PostgresMemoryIndex,
+    PythonMemoryIndex,
+    SqliteMemoryIndex,
+)
 from contextengine.memory.service import MemoryService
 from contextengine.runtime.app_configs import AppConfigs
 from contextengine.store import EventStore
@@ -20,6 +25,7 @@ BACKENDS = {
     "python": ("memory", None),
     "sqlite-fts5": ("sqlite", "on"),
     "sqlite-no-fts": ("sqlite", "off"),
+    "postgres": ("postgres", None),
 }
 
 
@@ -35,16 +41,21 @@ class Memory:
     configs: AppConfigs
 
 
-async def open_memory(backend: str, db: Path) -> Memory:
+async def open_memory(backend: str, db: Path | str) -> Memory:
+    """``db``: the SQLite file, or the PostgreSQL DSN of the "postgres" backend."""
     kind, fts = BACKENDS[backend]
-    settings = (
-        EngineSettings(db=MEMORY_DB)
-        if kind == "memory"
-        else EngineSettings(db=str(db), memory_fts="on" if fts == "on" else "off")
-    )
+    if kind == "memory":
+        settings = EngineSettings(db=MEMORY_DB)
+    elif kind == "postgres":
+        settings = EngineSettings(db=str(db))
+    else:
+        settings = EngineSettings(db=str(db), memory_fts="on" if fts == "on" else "off")
     engine = await open_engine(settings)
     index = engine.memory.index
-    expected = PythonMemoryIndex if kind == "memory" else SqliteMemoryIndex
+    expected: type[MemoryIndex] = {
+        "memory": PythonMemoryIndex,
+        "postgres": PostgresMemoryIndex,
+    }.get(kind, SqliteMemoryIndex)
     assert isinstance(index, expected), index
     return Memory(backend, engine, engine.store, index, engine.memory, engine.app_configs)
 
@@ -55,7 +66,10 @@ async def close_memory(memory: Memory) -> None:
 
 @pytest.fixture(params=list(BACKENDS))
 async def memory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Memory]:
-    opened = await open_memory(request.param, tmp_path / "memory.db")
+    db: Path | str = tmp_path / "memory.db"
+    if request.param == "postgres":
+        db = request.getfixturevalue("postgres_dsn")
+    opened = await open_memory(request.param, db)
     try:
         yield opened
     finally:

@@ -13,7 +13,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.server import ContextEngineServer, ServerSettings
-from contextengine.store import SessionKey
+from contextengine.store import SessionKey, is_postgres_dsn
 from contextengine.testing import start_local_server
 from contextengine.v1 import (
     config_pb2,
@@ -40,7 +40,7 @@ async def stub(
         yield memory_service_pb2_grpc.MemoryServiceStub(channel)
 
 
-async def test_round_trip(client: ContextEngineClient) -> None:
+async def test_round_trip(client: ContextEngineClient, server: ContextEngineServer) -> None:
     s = await client.create_session("app", "alice", "trip")
     await client.append_event(
         "app", "alice", s.id, text_event("We should visit Kyoto in autumn", event_id="a")
@@ -59,7 +59,9 @@ async def test_round_trip(client: ContextEngineClient) -> None:
         2,
     )
     found = await client.search_memory("app", "alice", "Kyoto autumn")
-    assert found.ranking == "bm25"
+    # FTS5's BM25 on SQLite and in process memory; PostgreSQL's ts_rank on PostgreSQL.
+    postgres = is_postgres_dsn(server.settings.db)
+    assert found.ranking == ("ts_rank" if postgres else "bm25")
     [memory] = found.memories
     assert (memory.session_id, memory.sequence, memory.event_id, memory.author) == (
         "trip",

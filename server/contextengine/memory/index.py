@@ -12,7 +12,9 @@ Contract (checked by ``tests/memory/test_index_contract.py`` against every backe
 * Ranking ``"bm25"``: the score is FTS5's BM25 (k1 = 1.2, b = 0.75, over the three index columns
   with weight 1, statistics of the whole index) negated, so higher is better; a term that fewer
   entries contain weighs more. Ranking ``"matched_terms"`` (SQLite without FTS5): the score is the
-  number of distinct query terms the entry contains. Which entries match never depends on it.
+  number of distinct query terms the entry contains. Ranking ``"ts_rank"`` (PostgreSQL): the
+  score is PostgreSQL's ``ts_rank`` (``contextengine.memory.pg_index``: no inverse document
+  frequency). Which entries match never depends on it.
 * ``delete_session`` / ``delete_user`` remove entries and return how many.
 * Returned entries are copies.
 """
@@ -29,7 +31,7 @@ from contextengine.store import SessionKey
 
 __all__ = ["Hit", "MemoryIndex", "Ranking"]
 
-Ranking = Literal["bm25", "matched_terms"]
+Ranking = Literal["bm25", "matched_terms", "ts_rank"]
 
 
 @dataclass(frozen=True)

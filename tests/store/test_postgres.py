@@ -1,0 +1,256 @@
+"""What the PostgreSQL store adds to the contract (``test_contract.py`` runs on it too): several
+stores on one database (sidecars), migrations applied once when they start together, positions
+in commit order for readers, storage health while the server is down, the DSN as a secret."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import asyncpg
+import pytest
+
+from contextengine.core.errors import ContextEngineError
+from contextengine.engine import EngineSettings, open_engine
+from contextengine.store import (
+    EventFilter,
+    LoggedEvent,
+    SessionKey,
+    StoredSession,
+    is_postgres_dsn,
+    mask_dsn,
+)
+from contextengine.store.postgres import PostgresStore
+from contextengine.v1 import event_pb2
+from tests.pg_server import PostgresServer, private_server
+
+KEY = SessionKey("app", "u", "s")
+
+
+def _event(event_id: str, **state: int) -> event_pb2.Event:
+    event = event_pb2.Event(id=event_id, author="user", invocation_id="i", timestamp=1.0)
+    for name, value in state.items():
+        event.actions.state_delta[name] = value
+    return event
+
+
+async def test_migrations_run_once_when_stores_start_together(
+    postgres_server: PostgresServer,
+) -> None:
+    dsn = postgres_server.dsn(postgres_server.create_empty_database())
+    stores = [PostgresStore(dsn, pool_size=2) for _ in range(4)]
+    await asyncio.gather(*(store.open() for store in stores))
+    try:
+        conn = await asyncpg.connect(dsn)
+        try:
+            rows = await conn.fetch("SELECT version, name FROM schema_version ORDER BY version")
+            keys = await conn.fetchval("SELECT count(*) FROM secrets")
+        finally:
+            await conn.close()
+        assert [row["version"] for row in rows] == list(range(1, len(rows) + 1))
+        assert rows[0]["name"] == "0001_init.sql"
+        assert keys == 1
+        # Every store of the database has the same page token key (tokens valid everywhere).
+        assert len({await store.page_token_key() for store in stores}) == 1
+    finally:
+        await asyncio.gather(*(store.close() for store in stores))
+
+
+async def test_sequences_stay_contiguous_with_writers_on_several_stores(postgres_dsn: str) -> None:
+    stores = [PostgresStore(postgres_dsn, pool_size=4) for _ in range(3)]
+    for store in stores:
+        await store.open()
+    try:
+        await stores[0].create_session(KEY, {}, 1.0)
+
+        async def writer(n: int) -> None:
+            store = stores[n % len(stores)]
+            await store.append_events(KEY, [_event(f"e{n}", **{"app:n": n, "user:n": n})], None)
+
+        await asyncio.gather(*(writer(n) for n in range(60)))
+        session = await stores[1].get_session(KEY, _all())
+        assert [event.sequence for event in session.events] == list(range(1, 61))
+        assert sorted(event.id for event in session.events) == sorted(f"e{n}" for n in range(60))
+        logged, _ = await stores[2].list_logged_events(KEY, 0, 100)
+        positions = [item.position for item in logged]
+        # One session's events: positions in sequence order (commit order), gapless here.
+        assert positions == sorted(positions)
+        assert positions == list(range(positions[0], positions[0] + 60))
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_readers_never_see_a_later_position_before_an_earlier_one(postgres_dsn: str) -> None:
+    """The positions rule: a reader polling by cursor while two stores append to many sessions
+    sees every position exactly once, in order (a later position is never visible first)."""
+    writers = [PostgresStore(postgres_dsn, pool_size=6) for _ in range(2)]
+    reader = PostgresStore(postgres_dsn, pool_size=1)
+    for store in (*writers, reader):
+        await store.open()
+    keys = [SessionKey("app", f"u{n % 3}", f"s{n}") for n in range(8)]
+    for key in keys:
+        await writers[0].create_session(key, {}, 1.0)
+    done = asyncio.Event()
+    seen: list[int] = []
+
+    async def read() -> None:
+        cursor = 0
+        while True:
+            finished = done.is_set()
+            batch = await reader.list_events_after_position("app", None, cursor, 1000)
+            seen.extend(item.position for item in batch)
+            if batch:
+                cursor = batch[-1].position
+            elif finished:
+                return
+            await asyncio.sleep(0)
+
+    async def write(n: int) -> None:
+        key = keys[n % len(keys)]
+        batch = [_event(f"{n}-{i}") for i in range(1 + n % 3)]
+        await writers[n % 2].append_events(key, batch, None)
+
+    try:
+        reading = asyncio.create_task(read())
+        await asyncio.gather(*(write(n) for n in range(120)))
+        done.set()
+        await reading
+        last = await reader.last_position()
+        assert seen == list(range(1, last + 1))
+    finally:
+        for store in (*writers, reader):
+            await store.close()
+
+
+async def test_concurrent_creates_on_two_stores_one_wins(postgres_dsn: str) -> None:
+    stores = [PostgresStore(postgres_dsn) for _ in range(2)]
+    for store in stores:
+        await store.open()
+    try:
+        results = await asyncio.gather(
+            *(store.create_session(KEY, {"app:x": 1}, 1.0) for store in stores),
+            return_exceptions=True,
+        )
+        created = [r for r in results if isinstance(r, StoredSession)]
+        refused = [r for r in results if isinstance(r, ContextEngineError)]
+        assert len(created) == 1
+        assert [error.reason for error in refused] == ["SESSION_ALREADY_EXISTS"]
+        # The loser took no position: one position for the one creation with shared state.
+        assert await stores[0].last_position() == 1
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_an_event_retried_on_another_store_is_a_duplicate(postgres_dsn: str) -> None:
+    first, second = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    await first.open()
+    await second.open()
+    try:
+        await first.create_session(KEY, {}, 1.0)
+        await first.append_events(KEY, [_event("a", k=1)], None)
+        again = await second.append_events(KEY, [_event("a", k=1)], 0)
+        assert again.duplicates == [True]
+        assert again.last_sequence == 1
+        with pytest.raises(ContextEngineError) as conflict:
+            await second.append_events(KEY, [_event("a", k=2)], None)
+        assert conflict.value.reason == "EVENT_ID_CONFLICT"
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_commit_listeners_hear_local_commits_in_position_order(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn, pool_size=8)
+    await store.open()
+    heard: list[int] = []
+    store.add_commit_listener(
+        lambda changes: heard.extend(c.position for c in changes if isinstance(c, LoggedEvent))
+    )
+    try:
+        keys = [SessionKey("app", "u", f"s{n}") for n in range(6)]
+        for key in keys:
+            await store.create_session(key, {}, 1.0)
+        await asyncio.gather(
+            *(store.append_events(keys[n % 6], [_event(f"e{n}")], None) for n in range(48))
+        )
+        assert heard == sorted(heard)
+        assert len(heard) == 48
+    finally:
+        await store.close()
+
+
+async def test_storage_health_follows_the_server() -> None:
+    """The server stopped: calls fail with STORAGE_UNAVAILABLE, the listeners hear of it; the
+    server back: the store recovers by itself (a probe), and acknowledged events are there."""
+    with private_server() as server:
+        store = PostgresStore(server.dsn("ce_template"), probe_seconds=0.1, connect_timeout=2.0)
+        await store.open()
+        heard: list[str | None] = []
+        store.add_storage_listener(lambda problem: heard.append(None if problem is None else problem.reason))
+        try:
+            await store.create_session(KEY, {}, 1.0)
+            await store.append_events(KEY, [_event("a")], None)
+            await asyncio.to_thread(server.stop)
+            with pytest.raises(ContextEngineError) as down:
+                await store.append_events(KEY, [_event("b")], None)
+            assert down.value.reason == "STORAGE_UNAVAILABLE"
+            assert store.storage_problem is not None
+            with pytest.raises(ContextEngineError) as read:
+                await store.get_session(KEY, _all())
+            assert read.value.reason == "STORAGE_UNAVAILABLE"
+            assert heard == ["STORAGE_UNAVAILABLE"]
+            assert await asyncio.to_thread(server.start_again) is None
+            for _ in range(100):
+                if not heard[-1]:
+                    break
+                await asyncio.sleep(0.1)
+            assert heard == ["STORAGE_UNAVAILABLE", None]
+            session = await store.get_session(KEY, _all())
+            assert [event.id for event in session.events] == ["a"]
+            await store.append_events(KEY, [_event("b")], None)
+        finally:
+            await store.close()
+
+
+async def test_an_unreachable_database_fails_to_open_without_the_password(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dsn = "postgresql://ce:s3cret-pw@127.0.0.1:1/nowhere"
+    store = PostgresStore(dsn, connect_timeout=2.0)
+    with caplog.at_level(logging.DEBUG), pytest.raises(ConnectionError) as error:
+        await store.open()
+    assert "s3cret-pw" not in str(error.value)
+    assert "postgresql://ce:***@127.0.0.1:1/nowhere" in str(error.value)
+    assert "s3cret-pw" not in caplog.text
+
+
+def test_dsns() -> None:
+    assert is_postgres_dsn("postgresql://h/db")
+    assert is_postgres_dsn("postgres://h/db")
+    assert is_postgres_dsn("POSTGRESQL://h/db")
+    assert not is_postgres_dsn("ce.db")
+    assert not is_postgres_dsn(":memory:")
+    assert not is_postgres_dsn("/var/lib/postgresql/x.db")
+    assert mask_dsn("postgresql://u:p@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert mask_dsn("postgres://u@h/db?password=p&sslmode=require") == (
+        "postgres://u@h/db?password=***&sslmode=require"
+    )
+    assert mask_dsn("postgresql://h/db") == "postgresql://h/db"
+    assert mask_dsn("/data/ce.db") == "/data/ce.db"
+    with pytest.raises(ValueError, match="pool_size"):
+        PostgresStore("postgresql://h/db", pool_size=0)
+
+
+def _all() -> EventFilter:
+    return EventFilter()
+
+
+async def test_the_engine_chooses_it_for_a_postgresql_url(postgres_dsn: str) -> None:
+    engine = await open_engine(EngineSettings(db=postgres_dsn, postgres_pool_size=3))
+    try:
+        assert isinstance(engine.store, PostgresStore)
+        assert engine.store.pool.get_max_size() == 3
+    finally:
+        await engine.close()
