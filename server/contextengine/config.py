@@ -208,6 +208,8 @@ def settings_fields() -> tuple[Setting, ...]:
             raise TypeError(f"ServerSettings.{field.name} is not declared with setting(...)")
         flag = info.flag or "--" + field.name.replace("_", "-")
         name = flag.removeprefix("--").replace("-", "_")
+        if name == "config":  # --config and CONTEXTENGINE_CONFIG name the file
+            raise TypeError(f"ServerSettings.{field.name}: 'config' cannot be a setting's name")
         found.append(
             Setting(
                 field=field.name,
