@@ -111,7 +111,8 @@ lint: $(DEV_STAMP)
 	$(BIN)/mypy --python-version 3.10 -p contextengine.client
 	$(BIN)/mypy --python-version 3.10 -p contextengine.adk
 	$(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py
-	$(BIN)/mypy clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py scripts/with_server.py
+	$(BIN)/mypy clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py scripts/with_server.py \
+	  clients/conformance/adk/python_driver.py clients/conformance/adk/compare.py
 	$(BIN)/mypy examples/python
 	$(BIN)/mypy examples/adk_python
 
@@ -203,6 +204,27 @@ test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
 	  $(TS_ADK_UNIT) $(TS_ADK_EXAMPLE) \
 	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT)
+
+# --- ADK ports: one history -------------------------------------------------------------------
+
+# Every ADK port's driver runs clients/conformance/adk/conversation.json with its drop-ins against
+# ONE sidecar (each on its own app), then compare.py checks every model request of every port
+# against google-adk 2.13's contents builder and each port's session log against the Python run's.
+ADK_PARITY := $(CURDIR)/build/adk-parity
+ADK_PARITY_ARGS = --target $$CONTEXTENGINE_TARGET --conversation $(CURDIR)/clients/conformance/adk/conversation.json --user parity-user --session parity-session
+ADK_PARITY_PYTHON = '$(CURDIR)/$(BIN)/python clients/conformance/adk/python_driver.py $(ADK_PARITY_ARGS) --app adk-parity-python --out $(ADK_PARITY)/python.jsonl'
+ADK_PARITY_TYPESCRIPT = 'cd $(TS_ADK_DIR) && node_modules/.bin/tsx parity/driver.ts $(ADK_PARITY_ARGS) --app adk-parity-typescript --out $(ADK_PARITY)/typescript.jsonl'
+ADK_PARITY_PORTS := python,typescript
+ADK_PARITY_COMPARE = '$(CURDIR)/$(BIN)/python clients/conformance/adk/compare.py --target $$CONTEXTENGINE_TARGET --require $(ADK_PARITY_PORTS) $(ADK_PARITY)/python.jsonl $(ADK_PARITY)/typescript.jsonl'
+
+## The cross-language ADK parity run (reports in build/adk-parity/); part of test-clients.
+adk-parity: $(DEV_STAMP) ts-gen ts-adk-deps
+	rm -rf $(ADK_PARITY) && mkdir -p $(ADK_PARITY)
+	$(BIN)/python scripts/with_server.py $(ADK_PARITY_PYTHON) $(ADK_PARITY_TYPESCRIPT) \
+	  $(ADK_PARITY_COMPARE)
+
+test-clients: adk-parity
+.PHONY: adk-parity
 
 # --- deployment -------------------------------------------------------------------------------
 

@@ -256,6 +256,18 @@ def test_a_last_sequence_outside_the_session_fails(
     assert "[python] turn t1 call 0 agent 'root' last_sequence 10000: last_sequence is not" in out
 
 
+def test_a_turn_with_an_invocation_the_session_lacks_fails(
+    runs: Runs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def rename(lines: list[dict[str, Any]]) -> None:
+        [turn] = [line for line in lines if line["kind"] == "turn" and line["turn"] == "t8"]
+        turn["invocation_id"] = "e-not-recorded"
+
+    status, out = run_compare(capsys, runs.target, runs.edited(rename))
+    assert status == 1
+    assert "[python] turn t8: its invocation 'e-not-recorded' has no event in the session" in out
+
+
 def test_a_report_without_its_done_line_fails(
     runs: Runs, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -338,6 +338,16 @@ def check_calls(report: Report, log: Sequence[tuple[int, Event]], preamble: str)
     return problems
 
 
+def check_turns(report: Report, log: Sequence[tuple[int, Event]]) -> list[str]:
+    """Every turn's invocation id is one the session's events carry."""
+    recorded = {event.invocation_id for _, event in log}
+    return [
+        f"[{report.name}] turn {turn}: its invocation {invocation!r} has no event in the session"
+        for turn, invocation in report.turns.items()
+        if invocation not in recorded
+    ]
+
+
 # ---- 3: session logs -------------------------------------------------------------------------
 
 
@@ -515,6 +525,7 @@ def compare(
         session = sessions[report.name]
         log = to_adk(session.events)
         problems += check_calls(report, log, session.preamble)
+        problems += check_turns(report, log)
         logs[report.name] = log
     reference = next((r for r in reports if r.port == REFERENCE_PORT), None)
     if reference is None:
