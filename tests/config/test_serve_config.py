@@ -4,13 +4,8 @@ file, and a bad file stops it before it starts (status 2, the key named)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
@@ -18,55 +13,9 @@ import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.v1 import content_pb2, event_pb2
+from tests.config.serving import START_TIMEOUT, environment, serving
 
-START_TIMEOUT = 30.0
 LIMIT = 64 * 1024
-
-
-def _environment(extra: Mapping[str, str]) -> dict[str, str]:
-    """This process's environment without its CONTEXTENGINE_ variables, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTENGINE_")}
-    env.update(extra)
-    return env
-
-
-def _port(port_file: Path) -> int | None:
-    text = port_file.read_text().strip() if port_file.exists() else ""
-    return int(text) if text.isdigit() else None
-
-
-@asynccontextmanager
-async def _serving(
-    argv: list[str], port_file: Path, log: Path, env: Mapping[str, str] = {}
-) -> AsyncIterator[str]:
-    """``contextengine serve *argv`` until it has written ``port_file``; its target."""
-    out = await asyncio.to_thread(log.open, "wb")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "contextengine",
-        "serve",
-        *argv,
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env=_environment(env),
-    )
-    out.close()
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while (port := await asyncio.to_thread(_port, port_file)) is None:
-            if process.returncode is not None or time.monotonic() > deadline:
-                text = await asyncio.to_thread(log.read_text)
-                pytest.fail(f"serve did not start (status {process.returncode}):\n{text}")
-            await asyncio.sleep(0.05)
-        yield f"127.0.0.1:{port}"
-        process.terminate()
-        assert await asyncio.wait_for(process.wait(), 20) == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 def _event(size: int) -> event_pb2.Event:
@@ -91,8 +40,8 @@ async def test_serve_runs_with_the_files_settings(tmp_path: Path) -> None:
     path, db, port_file = _write_config(tmp_path, "WARNING")
     log = tmp_path / "serve.log"
     async with (
-        _serving(["--config", str(path)], port_file, log) as target,
-        ContextEngineClient(target, attempts=1) as client,
+        serving(["--config", str(path)], port_file, log) as port,
+        ContextEngineClient(f"127.0.0.1:{port}", attempts=1) as client,
     ):
         await client.wait_ready(START_TIMEOUT)
         await client.create_session("app", "u", "s")
@@ -111,8 +60,8 @@ async def test_a_variable_overrides_the_file_out_of_process(tmp_path: Path) -> N
     log = tmp_path / "serve.log"
     env = {"CONTEXTENGINE_MAX_REQUEST_BYTES": str(4 * LIMIT), "CONTEXTENGINE_LOG_LEVEL": "INFO"}
     async with (
-        _serving(["--config", str(path)], port_file, log, env) as target,
-        ContextEngineClient(target, attempts=1) as client,
+        serving(["--config", str(path)], port_file, log, env) as port,
+        ContextEngineClient(f"127.0.0.1:{port}", attempts=1) as client,
     ):
         await client.wait_ready(START_TIMEOUT)
         await client.create_session("app", "u", "s")
@@ -128,7 +77,7 @@ def test_a_bad_file_stops_serve_before_it_starts(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env=_environment({}),
+        env=environment({}),
         check=False,
     )
     assert done.returncode == 2
