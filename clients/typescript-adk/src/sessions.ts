@@ -57,6 +57,7 @@ import {
   stateToStruct,
 } from "./convert.js";
 import { SessionAlreadyExistsError, SessionNotFoundError, StaleSessionError } from "./errors.js";
+import { EventCache } from "./event_cache.js";
 
 const LIST_PAGE = 1000;
 const ORDER_LAST_UPDATE_ASC = 1;
@@ -92,6 +93,8 @@ function isReason(err: unknown, reason: string): err is ContextEngineError {
 export class ContextEngineSessionService extends BaseSessionService {
   /** The connection (share it with the memory service and the plugin). */
   readonly connection: Connection;
+  /** The converted events of recently read sessions (see {@link EventCache}). */
+  private readonly events = new EventCache();
 
   /** `{target: "host:port"}` (a client made and closed here) or `{connection}` (shared). */
   constructor(init: ConnectionInit) {
@@ -131,18 +134,32 @@ export class ContextEngineSessionService extends BaseSessionService {
 
   override async getSession(request: GetSessionRequest): Promise<Session | undefined> {
     const config = request.config;
+    const key = { appName: request.appName, userId: request.userId, sessionId: request.sessionId };
+    // ADK TypeScript: 0 (falsy) is no limit, as undefined
+    const filtered = Boolean(config?.numRecentEvents || config?.afterTimestamp);
+    const cached = filtered ? undefined : this.events.get(key);
     try {
       const response = await this.client.getSession({
-        appName: request.appName,
-        userId: request.userId,
-        sessionId: request.sessionId,
-        // ADK TypeScript: 0 (falsy) is no limit, as undefined
+        ...key,
         ...(config?.numRecentEvents ? { numRecentEvents: config.numRecentEvents } : {}),
         ...(config?.afterTimestamp ? { afterTimestamp: msToSeconds(config.afterTimestamp) } : {}),
+        ...(cached !== undefined ? { afterSequence: cached.lastSequence } : {}),
       });
-      return fromEngine(required(response.session));
+      const message = required(response.session);
+      if (filtered) {
+        return fromEngine(message);
+      }
+      if (cached !== undefined && cached.createTime !== message.createTime) {
+        this.events.delete(key); // deleted and made again meanwhile: read it whole
+        return await this.getSession(request);
+      }
+      const events = this.events.update(key, message, cached);
+      const session = fromEngine({ ...message, events: [] });
+      session.events = events;
+      return session;
     } catch (err) {
       if (isReason(err, "SESSION_NOT_FOUND") || noSuchId(err)) {
+        this.events.delete(key);
         return undefined;
       }
       throw err;
@@ -170,6 +187,7 @@ export class ContextEngineSessionService extends BaseSessionService {
   }
 
   override async deleteSession(request: DeleteSessionRequest): Promise<void> {
+    this.events.delete(request);
     try {
       await this.client.deleteSession({ ...request, allowMissing: true });
     } catch (err) {

@@ -293,6 +293,40 @@ describe("listSessions / deleteSession", () => {
   });
 });
 
+describe("reading a session again (the event cache)", () => {
+  it("after appends, a rewind, and a delete and re-create, a re-read equals a fresh read", async () => {
+    const app = uniqueApp();
+    const key = { appName: app, userId: "u", sessionId: "s" };
+    const fresh = async () => {
+      const other = new ContextEngineSessionService({ connection: service.connection });
+      return JSON.parse(JSON.stringify(await other.getSession(key)));
+    };
+    const again = async () => JSON.parse(JSON.stringify(await service.getSession(key)));
+    let session = await service.createSession(key);
+    await service.appendEvent({ session, event: event({ invocationId: "inv-a" }) });
+    assert.equal((await service.getSession(key))?.events.length, 1);
+    session = (await service.getSession(key)) ?? session;
+    await service.appendEvent({ session, event: event({ invocationId: "inv-b" }) });
+    await service.appendEvent({ session, event: event({ invocationId: "inv-b" }) });
+    assert.deepEqual(await again(), await fresh());
+    await service.client.rewindSession({ ...key, rewindBeforeInvocationId: "inv-b" });
+    assert.deepEqual(await again(), await fresh());
+    const read = await service.getSession(key);
+    assert.ok(read);
+    read.events[0]?.content?.parts?.push({ text: "changed by the caller" });
+    assert.deepEqual(await again(), await fresh(), "a caller's change leaks into the next read");
+    await service.client.deleteSession(key);
+    const remade = await service.createSession(key);
+    await service.appendEvent({ session: remade, event: event({ invocationId: "inv-c" }) });
+    const after = await again();
+    assert.deepEqual(after, await fresh());
+    assert.deepEqual(
+      after.events.map((e: Event) => e.invocationId),
+      ["inv-c"],
+    );
+  });
+});
+
 describe("the sidecar down", () => {
   it("every call fails with the client's UNAVAILABLE ContextEngineError", async () => {
     const down = new ContextEngineSessionService({
