@@ -16,6 +16,7 @@ from bench import (
     Options,
     Report,
     adk,
+    adk_ports,
     append,
     cache_sim,
     clients,
@@ -31,6 +32,7 @@ Benchmark = Callable[[Options], Coroutine[Any, Any, Report]]
 
 BENCHMARKS: dict[str, Benchmark] = {
     "adk": adk.run,
+    "adk-ports": adk_ports.run,
     "append": append.run,
     "cache": cache_sim.run,
     "clients": clients.run,
