@@ -10,6 +10,7 @@ import io.grpc.StatusException
 import io.grpc.StatusRuntimeException
 import io.grpc.kotlin.ClientCalls
 import java.io.Closeable
+import java.nio.file.Path
 import java.util.concurrent.CompletableFuture
 import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.atomic.AtomicLong
@@ -25,6 +26,30 @@ import kotlinx.coroutines.flow.FlowCollector
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.future.await
 import kotlinx.coroutines.launch
+
+/**
+ * TLS to the sidecar: its certificate verified against [trustCertificates] (PEM; null: the JVM's
+ * trust store), and for mutual TLS the client's [certificateChain] and PKCS#8 [privateKey] (PEM).
+ */
+data class Tls(
+    val trustCertificates: Path? = null,
+    val certificateChain: Path? = null,
+    val privateKey: Path? = null,
+) {
+    init {
+        require((certificateChain == null) == (privateKey == null)) {
+            "certificateChain and privateKey are given together (mTLS)"
+        }
+    }
+
+    internal fun applyTo(builder: ContextEngineClient.Builder) {
+        builder.useTls()
+        trustCertificates?.let { builder.trustCertificates(it) }
+        if (certificateChain != null && privateKey != null) {
+            builder.clientCertificate(certificateChain, privateKey)
+        }
+    }
+}
 
 /**
  * The Kotlin client of one contextengine sidecar: every unary RPC as a `suspend fun`, the two
@@ -60,7 +85,9 @@ class ContextEngine private constructor(
 
         /**
          * A client for `host:port` (or `unix:/path`, or an absolute socket path). It owns its
-         * channel: [close] it (`use { }`).
+         * channel: [close] it (`use { }`). `token` is sent as `authorization: Bearer <token>`
+         * with every call; `tls` connects with TLS (mTLS with a client certificate), see
+         * docs/security.md.
          */
         fun connect(
             target: String,
@@ -68,16 +95,19 @@ class ContextEngine private constructor(
             retryPolicy: RetryPolicy = RetryPolicy.DEFAULT,
             maxMessageBytes: Int = 64 * 1024 * 1024,
             interceptors: List<ClientInterceptor> = emptyList(),
+            token: String? = null,
+            tls: Tls? = null,
         ): ContextEngine {
             require(timeout.isPositive()) { "the timeout must be positive" }
-            val client = ContextEngineClient.builder()
+            val builder = ContextEngineClient.builder()
                 .target(target)
                 .timeout(timeout.toJavaDuration())
                 .retryPolicy(retryPolicy)
                 .maxMessageBytes(maxMessageBytes)
                 .intercept(*interceptors.toTypedArray())
-                .build()
-            return ContextEngine(client, owns = true, retryPolicy = retryPolicy)
+            if (token != null) builder.token(token)
+            tls?.applyTo(builder)
+            return ContextEngine(builder.build(), owns = true, retryPolicy = retryPolicy)
         }
 
         /** A Kotlin view of a Java client (closing the view does not close it). */
