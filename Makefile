@@ -28,10 +28,14 @@ KOTLIN_DIR := clients/kotlin
 # no Kotlin compile daemon is left running after Maven exits.
 KOTLIN_MVNW := cd $(KOTLIN_DIR) && ../java/mvnw -B -q -T1 -Dkotlin.compiler.daemon=false
 JAVA_JAR := target/contextengine-client-0.1.0-SNAPSHOT
+# The ADK Java drop-ins, like the Kotlin client: the Java module's wrapper, on the installed Java jar.
+JAVA_ADK_DIR := clients/java-adk
+JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean
 .PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
 .PHONY: kotlin-build test-kotlin kotlin-example
+.PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
 .PHONY: check-deploy lock
 
@@ -152,6 +156,8 @@ JAVA_UNIT = 'cd $(JAVA_DIR) && ./mvnw -B -ntp -T1 surefire:test'
 KOTLIN_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 KOTLIN_CONFORMANCE = 'cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.conformance.KotlinRunner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/kotlin.jsonl ../conformance/scenarios'
 KOTLIN_UNIT = 'cd $(KOTLIN_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
+JAVA_ADK_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
+JAVA_ADK_UNIT = 'cd $(JAVA_ADK_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
 
 ## The Java client: code generated from proto/, compiled with -Xlint:all -Werror, the jar in
 ## clients/java/target (tests compiled, not run: test-java and test-clients run them).
@@ -181,6 +187,25 @@ test-kotlin: $(DEV_STAMP) kotlin-build
 kotlin-example: kotlin-build
 	cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.examples.kotlin.AgentLoop $(ARGS)
 
+## The ADK Java drop-ins (clients/java-adk, google-adk 1.8.0 from Maven Central) on the Java jar
+## installed into ~/.m2, compiled with -Xlint:all -Werror (tests compiled, not run).
+java-adk-build: java-build
+	$(MVNW) install:install-file -Dfile=$(JAVA_JAR).jar -DpomFile=pom.xml \
+	  -Dfiles=$(JAVA_JAR)-tests.jar -Dclassifiers=tests -Dtypes=test-jar
+	$(JAVA_ADK_MVNW) -DskipTests package
+
+## The ADK Java drop-ins' tests (JUnit, against a real sidecar; the example runs in them too).
+test-java-adk: $(DEV_STAMP) java-adk-build
+	$(BIN)/python scripts/with_server.py $(JAVA_ADK_UNIT)
+
+## The ADK Java example agent against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
+java-adk-example: java-adk-build
+	cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.examples.TravelAgent $(ARGS)
+
+## Per model call overhead of the ADK Java drop-ins vs ADK Java's in-memory service (not in `make test`).
+java-adk-bench: $(DEV_STAMP) java-adk-build
+	$(BIN)/python scripts/with_server.py 'cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.bench.Overhead $$CONTEXTENGINE_TARGET $(ARGS)'
+
 ## The TypeScript client's own tests (a real server is started for them).
 test-ts: $(DEV_STAMP) ts-gen
 	$(BIN)/python scripts/with_server.py $(TS_UNIT)
@@ -200,10 +225,10 @@ conformance: $(DEV_STAMP) ts-gen java-build kotlin-build
 
 ## What `make test` runs for the clients: one server, every conformance runner, every client's
 ## unit tests; any failure fails the build.
-test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build
+test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build java-adk-build
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
 	  $(TS_ADK_UNIT) $(TS_ADK_EXAMPLE) \
-	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT)
+	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT) $(JAVA_ADK_UNIT)
 
 # --- ADK ports: one history -------------------------------------------------------------------
 
@@ -250,4 +275,4 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_ADK_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target $(KOTLIN_DIR)/target
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_ADK_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target $(KOTLIN_DIR)/target $(JAVA_ADK_DIR)/target

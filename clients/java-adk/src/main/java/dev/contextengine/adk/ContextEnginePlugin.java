@@ -9,6 +9,7 @@ import com.google.adk.models.Claude;
 import com.google.adk.models.Gemini;
 import com.google.adk.models.LlmRequest;
 import com.google.adk.models.LlmResponse;
+import com.google.adk.models.Model;
 import com.google.adk.plugins.BasePlugin;
 import com.google.genai.types.Content;
 import com.google.genai.types.GenerateContentConfig;
@@ -129,15 +130,29 @@ public final class ContextEnginePlugin extends BasePlugin {
                     .build()));
   }
 
-  /** The engine's model identity of an ADK Java model ({@code OTHER} for classes it does not know). */
-  public static ModelIdentity modelIdentity(Optional<BaseLlm> model, String modelName) {
+  /**
+   * The engine's model identity of an agent's model (its own, or the nearest ancestor's, as ADK
+   * resolves it; {@code OTHER} for model classes the engine does not know). A model given by name
+   * is not instantiated: a {@code gemini-} name is Gemini, as ADK's registry would make it.
+   */
+  public static ModelIdentity modelIdentity(LlmAgent agent, String requestModel) {
+    Optional<Model> model = Optional.empty();
+    for (BaseAgent a = agent; a != null && model.isEmpty(); a = a.parentAgent()) {
+      if (a instanceof LlmAgent llm) {
+        model = llm.model();
+      }
+    }
+    Optional<BaseLlm> llm = model.flatMap(Model::model);
+    String name = requestModel;
+    if (name.isEmpty()) {
+      name = llm.map(BaseLlm::model).orElse(model.flatMap(Model::modelName).orElse(""));
+    }
     ModelProvider provider = ModelProvider.MODEL_PROVIDER_OTHER;
-    if (model.isPresent() && model.get() instanceof Gemini) {
+    if (llm.isPresent() ? llm.get() instanceof Gemini : name.startsWith("gemini-")) {
       provider = ModelProvider.MODEL_PROVIDER_GEMINI;
-    } else if (model.isPresent() && model.get() instanceof Claude) {
+    } else if (llm.isPresent() && llm.get() instanceof Claude) {
       provider = ModelProvider.MODEL_PROVIDER_ANTHROPIC;
     }
-    String name = modelName.isEmpty() && model.isPresent() ? model.get().model() : modelName;
     return ModelIdentity.newBuilder().setProvider(provider).setModel(name).build();
   }
 
@@ -169,7 +184,7 @@ public final class ContextEnginePlugin extends BasePlugin {
             .setAgentName(agent.name())
             .setIncludeContents(
                 currentTurn ? IncludeContents.INCLUDE_CONTENTS_NONE : IncludeContents.INCLUDE_CONTENTS_DEFAULT)
-            .setModel(modelIdentity(agent.resolvedModel().model(), current.model().orElse("")))
+            .setModel(modelIdentity(agent, current.model().orElse("")))
             .setInvocationId(context.invocationId());
     context.branch().ifPresent(out::setBranch);
     context.userContent().ifPresent(c -> out.setUserContent(AdkConvert.contentToProto(c)));
