@@ -49,13 +49,27 @@ from contextengine.v1 import config_pb2, event_pb2
 #: the NOTIFY channel of every store on a database
 CHANNEL = "contextengine"
 
-_INSERT_EVENTS = (
-    "INSERT INTO events"
-    " (position, session, app_name, user_id, sequence, event_id, timestamp, is_compaction, data)"
-    " SELECT p, $1, $2, $3, s, i, t, c, d"
-    " FROM unnest($4::bigint[], $5::bigint[], $6::text[], $7::float8[], $8::bool[], $9::bytea[])"
-    " AS u(p, s, i, t, c, d)"
+#: an append's writes once the session row is locked and the plan made: takes ``$10`` positions
+#: (the counter's row lock, held until the commit), inserts the events with them, updates the
+#: session's counter, time and state, and notifies other sidecars (payload: ``0001_init.sql``)
+_APPEND = """
+WITH taken AS (
+    UPDATE positions SET last_position = last_position + $10 RETURNING last_position
+), inserted AS (
+    INSERT INTO events
+        (position, session, app_name, user_id, sequence, event_id, timestamp, is_compaction, data)
+    SELECT taken.last_position - $10 + u.n, $1, $2, $3, u.s, u.i, u.t, u.c, u.d
+    FROM taken, unnest($5::bigint[], $6::text[], $7::float8[], $8::bool[], $9::bytea[])
+        WITH ORDINALITY AS u(s, i, t, c, d, n)
+), touched AS (
+    UPDATE sessions SET last_sequence = $11, update_time = $12, state = COALESCE($13, state)
+    WHERE id = $1
 )
+SELECT last_position, pg_notify($15, json_build_object(
+    'o', $14::text, 'k', 'events', 'a', $2::text, 'u', $3::text, 's', $4::text,
+    'p', last_position - $10 + 1, 'q', last_position)::text)
+FROM taken
+"""
 
 
 @dataclass(frozen=True)
@@ -216,41 +230,32 @@ async def append_events(
         session_state = None
         if plan.changes.session:
             session_state = dump_state(apply_delta(load_state(row["state"]), plan.changes.session))
-        await conn.execute(
-            "UPDATE sessions SET last_sequence = $1, update_time = $2,"
-            " state = COALESCE($3, state) WHERE id = $4",
-            plan.last_sequence,
-            update_time,
-            session_state,
-            pk,
-        )
-        count = len(plan.new_events)
-        await tx.enter_section()
-        last_position = await _take_positions(conn, count)
-        first_position = last_position - count + 1
         new = plan.new_events
-        await conn.execute(
-            _INSERT_EVENTS,
-            pk,
-            key.app_name,
-            key.user_id,
-            list(range(first_position, last_position + 1)),
-            [event.sequence for event in new],
-            [event.id for event in new],
-            [event.timestamp for event in new],
-            [event.actions.HasField("compaction") for event in new],
-            [event.SerializeToString(deterministic=True) for event in new],
+        count = len(new)
+        await tx.enter_section()
+        # One statement (one round trip, inside the section): positions, events, the session's
+        # counter and the notification.
+        last_position = int(
+            await conn.fetchval(
+                _APPEND,
+                pk,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                [event.sequence for event in new],
+                [event.id for event in new],
+                [event.timestamp for event in new],
+                [event.actions.HasField("compaction") for event in new],
+                [event.SerializeToString(deterministic=True) for event in new],
+                count,
+                plan.last_sequence,
+                update_time,
+                session_state,
+                committer.origin,
+                CHANNEL,
+            )
         )
-        await _notify(
-            conn,
-            committer.origin,
-            "events",
-            a=key.app_name,
-            u=key.user_id,
-            s=key.session_id,
-            p=first_position,
-            q=last_position,
-        )
+        first_position = last_position - count + 1
         tx.changes.extend(
             LoggedEvent(key, copy_event(event), first_position + i) for i, event in enumerate(new)
         )
