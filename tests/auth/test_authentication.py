@@ -16,7 +16,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.server import ContextEngineServer, ServerSettings
 from contextengine.testing import start_local_server
-from tests.auth.helpers import Token, call, methods, request, short, write_tokens
+from tests.auth.helpers import Token, call, methods, reason_of, request, short, write_tokens
 
 SECRET = "s3cret-token-value-never-logged"
 
@@ -122,3 +122,24 @@ async def test_without_tokens_nothing_is_checked() -> None:
     ):
         session = await anyone.create_session("a", "u")
         await anyone.delete_session("a", "u", session.id)
+
+
+async def test_a_malformed_request_without_a_token_learns_nothing(
+    channel: grpc.aio.Channel,
+) -> None:
+    """An undecodable request is refused for its missing token first, for its bytes only with
+    a valid token."""
+    call = channel.unary_unary(
+        "/contextengine.v1.SessionService/GetSession",
+        request_serializer=bytes,
+        response_deserializer=bytes,
+    )
+    garbage = b"\xff\xff\xff"
+    with pytest.raises(grpc.aio.AioRpcError) as anonymous:
+        await call(garbage, timeout=5)
+    assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert reason_of(anonymous.value) == "UNAUTHENTICATED"
+    with pytest.raises(grpc.aio.AioRpcError) as known:
+        await call(garbage, timeout=5, metadata=[("authorization", f"Bearer {SECRET}")])
+    assert known.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert reason_of(known.value) == "INVALID_ARGUMENT"

@@ -55,6 +55,8 @@ class _Reloader:
         self._ca_file = client_ca_file
         self._paths = tuple(p for p in (cert_file, key_file, client_ca_file) if p)
         self._seen = _signature(self._paths)
+        #: the signature of files that did not load (logged once, not at every handshake)
+        self._failed: tuple[tuple[int, int], ...] | None = None
         self.initial = self._load()
 
     def _load(self) -> grpc.ServerCertificateConfiguration:
@@ -65,11 +67,12 @@ class _Reloader:
 
     def __call__(self) -> grpc.ServerCertificateConfiguration | None:
         seen = _signature(self._paths)
-        if seen == self._seen:
+        if seen in (self._seen, self._failed):
             return None
         try:
             config = self._load()
         except ValueError as error:
+            self._failed = seen
             _LOG.warning(
                 "TLS files changed but cannot be loaded yet (%s); keeping the old ones", error
             )

@@ -169,6 +169,18 @@ class _RpcScope:
                 call.end(code, seconds)
 
 
+def _admit(method: str, request: Any, metadata: Any, guard: Authorizer | None) -> None:
+    """Raises what keeps ``request`` from running: with auth, a missing or unknown token first
+    (a caller without one learns nothing, not even that its request was malformed or too
+    large), then a request that could not be accepted, then the grant's check."""
+    if isinstance(request, _Rejected):
+        if guard is not None:
+            guard.authenticate(metadata)
+        raise request.error
+    if guard is not None:
+        guard.check(method, request, metadata)
+
+
 def _unary(
     method: str,
     fn: Callable[[Any, Context], Awaitable[Any]],
@@ -177,10 +189,7 @@ def _unary(
 ) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> Any:
         async with _RpcScope(method, context, observer, request):
-            if isinstance(request, _Rejected):
-                raise request.error
-            if guard is not None:
-                guard.check(method, request, context.invocation_metadata())
+            _admit(method, request, context.invocation_metadata(), guard)
             return await fn(request, context)
 
     return behavior
@@ -194,10 +203,7 @@ def _server_stream(
 ) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> AsyncIterator[Any]:
         async with _RpcScope(method, context, observer, request):
-            if isinstance(request, _Rejected):
-                raise request.error
-            if guard is not None:
-                guard.check(method, request, context.invocation_metadata())
+            _admit(method, request, context.invocation_metadata(), guard)
             async for item in fn(request, context):
                 yield item
 
@@ -211,10 +217,7 @@ async def _checked(
     auth, the first message the caller may not send)."""
     metadata = context.invocation_metadata() if guard is not None else None
     async for request in requests:
-        if isinstance(request, _Rejected):
-            raise request.error
-        if guard is not None:
-            guard.check(method, request, metadata)
+        _admit(method, request, metadata, guard)
         yield request
 
 
