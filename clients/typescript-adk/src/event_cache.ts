@@ -10,7 +10,7 @@
  * least recently read dropped first.
  */
 import type { Session as SessionMessage } from "@contextengine/client";
-import { createEvent, type Event } from "@google/adk";
+import type { Event } from "@google/adk";
 import { eventFromProto } from "./convert.js";
 
 /** Sessions kept (each with all its events). */
@@ -32,9 +32,19 @@ function id(key: Key): string {
   return JSON.stringify([key.appName, key.userId, key.sessionId]);
 }
 
-/** A copy of an event that shares nothing with it (and is an ADK event again). */
+/**
+ * A copy of an event that shares nothing with it. The cached events came from JSON (the proto's
+ * JSON form), so a JSON round trip copies them exactly; ADK's brand symbol is carried over.
+ */
 function copy(event: Event): Event {
-  return createEvent(structuredClone(event));
+  const out = JSON.parse(JSON.stringify(event)) as Event;
+  for (const symbol of Object.getOwnPropertySymbols(event)) {
+    Object.defineProperty(out, symbol, {
+      value: (event as unknown as Record<symbol, unknown>)[symbol],
+      enumerable: true,
+    });
+  }
+  return out;
 }
 
 /** See the module documentation. */
