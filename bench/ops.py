@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import grpc
+import httpx
 from opentelemetry.proto.collector.trace.v1 import (
     trace_service_pb2,
     trace_service_pb2_grpc,
@@ -127,11 +127,8 @@ def _free_port() -> int:
 
 
 async def _scrape(port: int) -> dict[tuple[str, str], float]:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{port}/metrics") as response,
-    ):
-        body = await response.text()
+    async with httpx.AsyncClient() as http:
+        body = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
     counts: dict[tuple[str, str], float] = {}
     for family in text_string_to_metric_families(body):
         for sample in family.samples:

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
-import aiohttp
+import httpx
 from opentelemetry.trace import TracerProvider
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -76,11 +76,9 @@ async def sidecar(
 
 async def http_get(port: int, path: str) -> tuple[int, str, str]:
     """(status, content type, body) of ``GET http://127.0.0.1:<port><path>``."""
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{port}{path}") as response,
-    ):
-        return response.status, response.headers.get("Content-Type", ""), await response.text()
+    async with httpx.AsyncClient() as client:
+        response = await client.get(f"http://127.0.0.1:{port}{path}")
+    return response.status_code, response.headers.get("Content-Type", ""), response.text
 
 
 async def scrape(port: int) -> Samples:

@@ -16,6 +16,8 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
+from contextengine.store import SessionKey
+from contextengine.subscriptions.broadcaster import EndReason, session_route
 from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2, event_pb2
 from tests.observability.helpers import Samples, ScriptedSummarizer, scrape, sidecar, value
 from tests.service.helpers import text_event
@@ -148,3 +150,31 @@ async def test_subscribers_are_gauged(tmp_path: Path) -> None:
             await asyncio.sleep(0.02)
         assert value(samples, "contextengine_subscribers") == 0
         assert rpcs(samples, "SubscriptionService/SubscribeEvents", "CANCELLED") == 1
+
+
+async def test_buffered_bytes_and_lagged_cut_offs_are_counted(tmp_path: Path) -> None:
+    """A subscriber that does not read (registered on the sidecar's broadcaster, as a stream's
+    reader registers itself) holds what is appended, then is cut off as lagged."""
+    async with (
+        sidecar(tmp_path / "ce.db") as server,
+        ContextEngineClient(server.target, attempts=1) as client,
+    ):
+        await client.create_session(APP, USER, "s1")
+        stalled = server.broadcaster.subscribe(
+            session_route(SessionKey(APP, USER, "s1")),
+            lambda change: True,
+            2,
+            capacity_bytes=1 << 20,
+        )
+        first = await client.append_event(APP, USER, "s1", text_event("one"))
+        samples = await scrape(server.ops_port)
+        assert value(samples, "contextengine_subscribers") == 1
+        buffered = value(samples, "contextengine_subscriber_buffered_bytes")
+        assert buffered == first.event.ByteSize()
+        for text in ("two", "three"):
+            await client.append_event(APP, USER, "s1", text_event(text))
+        assert stalled.ended is EndReason.LAGGED
+        samples = await scrape(server.ops_port)
+        assert value(samples, "contextengine_subscribers_lagged_total") == 1
+        assert value(samples, "contextengine_subscriber_buffered_bytes") == 0
+        assert value(samples, "contextengine_subscribers") == 0

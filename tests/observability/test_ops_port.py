@@ -10,8 +10,8 @@ import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import aiohttp
 import grpc
+import httpx
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
@@ -129,11 +129,10 @@ async def test_the_real_sidecar_serves_the_ops_port(tmp_path: Path) -> None:
         assert value(samples, "contextengine_events_appended_total") == 1
         append = {"method": "contextengine.v1.SessionService/AppendEvent", "code": "OK"}
         assert value(samples, "contextengine_rpcs_handled_total", append) == 1
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(f"http://127.0.0.1:{port}/metrics") as response,
-        ):
-            assert response.status == 405  # read-only
+        async with httpx.AsyncClient() as http:
+            response = await http.post(f"http://127.0.0.1:{port}/metrics")
+        assert response.status_code == 405  # read-only
+        assert response.headers["allow"] == "GET"
     finally:
         assert await sidecar_process.stop() == 0
     log = sidecar_process.log()

@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
 
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.engine import Engine
@@ -26,6 +26,9 @@ from contextengine.observability.rpc import SidecarRpcObserver
 from contextengine.observability.telemetry import SidecarTelemetry
 from contextengine.observability.tracing import otlp_provider
 from contextengine.version import __version__
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 _LOG = logging.getLogger("contextengine.observability")
 

@@ -16,16 +16,15 @@ client's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from contextengine.version import __version__
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 __all__ = ["METADATA_GETTER", "PROPAGATOR", "otlp_provider"]
 
@@ -50,7 +49,12 @@ METADATA_GETTER = _MetadataGetter()
 def otlp_provider(endpoint: str, sample_ratio: float) -> TracerProvider:
     """A provider exporting to the OTLP/gRPC collector at ``endpoint`` (``http://host:4317``:
     plaintext; ``https://``: TLS), sampling ``sample_ratio`` of the traces no client decided."""
+    # Imported here: the SDK and the exporter load only when traces are exported.
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
     resource = Resource.create({"service.name": "contextengine", "service.version": __version__})
     provider = TracerProvider(
