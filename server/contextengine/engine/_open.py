@@ -47,7 +47,7 @@ def open_store(
         # A PostgreSQL database (durability is the server's: see store.postgres).
         from contextengine.store.postgres import PostgresStore
 
-        return PostgresStore(db, durability=durability, pool_size=pool_size)
+        return PostgresStore(db, durability=durability, pool_size=pool_size, telemetry=telemetry)
     from contextengine.store.sqlite import SqliteStore
 
     return SqliteStore(db, durability=durability, telemetry=telemetry)

@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeVar
 import asyncpg
 
 from contextengine.core.errors import ContextEngineError
+from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.store import _pg_ops as ops, _pg_reads as reads
 from contextengine.store._append import copy_event
 from contextengine.store._base import (
@@ -83,11 +84,13 @@ class PostgresStore:
         pool_size: int = 10,
         probe_seconds: float = 1.0,
         connect_timeout: float = 5.0,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         """``pool_size``: the most connections this store opens (each concurrent call holds one
         for its transaction); ``probe_seconds``: while the database cannot be reached, how often
         a probe checks whether it can again; ``connect_timeout``: the limit of one connection
-        attempt (seconds)."""
+        attempt (seconds); ``telemetry`` is told of every write transaction (``store.commit``
+        spans, the commit duration metric), as with SQLite."""
         if not is_postgres_dsn(dsn):
             raise ValueError(f"not a postgresql:// URL: {mask_dsn(dsn)}")
         if pool_size < 1:
@@ -100,6 +103,7 @@ class PostgresStore:
         self._pool_size = pool_size
         self._probe_seconds = probe_seconds
         self._connect_timeout = connect_timeout
+        self._telemetry = telemetry
         self._pool: asyncpg.Pool | None = None
         self._listeners = CommitListeners()
         self._storage_listeners: list[StorageListener] = []
@@ -257,6 +261,20 @@ class PostgresStore:
             self._set_problem(None)
 
     async def _run(self, query: Query[T], *, write: bool) -> T:
+        telemetry = self._telemetry
+        if not write or telemetry is NO_TELEMETRY:
+            return await self._attempts(query, write=write)
+        start = time.perf_counter()
+        ok = False
+        try:
+            with telemetry.span("store.commit", {"db.system": "postgresql"}):
+                result = await self._attempts(query, write=True)
+            ok = True
+            return result
+        finally:
+            telemetry.store_commit(time.perf_counter() - start, ok)
+
+    async def _attempts(self, query: Query[T], *, write: bool) -> T:
         # A read may meet a pooled connection the server closed (a restart): it runs once more
         # on a fresh one. A write does not: it may have committed (appends are retried by the
         # client, idempotent by event id).
