@@ -9,8 +9,12 @@ invocation, a scripted model answering at once, no compaction, after one warm-up
   measured too and left out of this table);
 * TypeScript: ``clients/typescript-adk/bench/overhead.ts`` (``ADK in-memory`` vs ``drop-ins
   sidecar``, its own sidecar), run with ``tsx`` and its printed table read;
-* Java: ``clients/java-adk``'s benchmark, when the port has one (it has none yet: the row says
-  so).
+* Java: ``clients/java-adk/bench``'s ``Overhead`` (when the port is built), against a sidecar
+  started here. It times one model call's work outside the model, not the whole ``Runner``
+  loop: the request's contents (``ContextEnginePlugin.beforeModelCallback``, one
+  ``BuildContext``; ADK Java's ``Contents`` request processor over the session's events) and
+  recording the answer (``appendEvent``), median of ``calls`` calls; it always runs all three
+  sizes, the table keeps those of the run.
 
 The table's rows are each port's two sides per size; ``vs ADK`` is the side's invocations per
 second over the port's own in-memory side at the same size, and the notes give the per model
@@ -28,18 +32,23 @@ import asyncio
 import re
 import statistics
 import subprocess
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench import DataCheckError, Measurement, Options, Report, adk
+from bench.sidecar import Sidecar
 
 ROOT = Path(__file__).resolve().parents[1]
 TS_ADK = ROOT / "clients" / "typescript-adk"
+JAVA_ADK = ROOT / "clients" / "java-adk"
 OWN, DROPINS = "ADK in-memory", "drop-ins sidecar"
 #: a TypeScript result row: size, side, median ms, mean ms
 _TS_ROW = re.compile(
     rf"^\s*(\d+)\s+({re.escape(OWN)}|{re.escape(DROPINS)})\s+([\d.]+)\s+([\d.]+)", re.M
 )
+#: a Java result row: size, drop-ins ms, ADK Java ms, ratio
+_JAVA_ROW = re.compile(r"^(\d+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+x\s*$", re.M)
 TS_TIMEOUT_SECONDS = 1800
 
 
@@ -101,8 +110,44 @@ def _typescript(options: Options) -> PortResult:
     return PortResult("typescript", medians, _invocations(options))
 
 
-def _java(options: Options) -> PortResult:
-    return PortResult("java", {}, 0, "clients/java-adk has no benchmark yet")
+def _java_command(target: str, calls: int) -> list[str] | None:
+    classes = JAVA_ADK / "target"
+    if not (classes / "test-classes" / "dev/contextengine/adk/bench/Overhead.class").exists():
+        return None
+    path = (classes / "test-classpath.txt").read_text("utf-8").strip()
+    classpath = f"{path}:{classes / 'classes'}:{classes / 'test-classes'}"
+    return ["java", "-cp", classpath, "dev.contextengine.adk.bench.Overhead", target, str(calls)]
+
+
+async def _java(options: Options) -> PortResult:
+    calls = _invocations(options)
+    if _java_command("", calls) is None:
+        return PortResult("java", {}, 0, "clients/java-adk is not built (make the Java ADK build)")
+    with tempfile.TemporaryDirectory(prefix="bench-adk-ports-") as tmp:
+        sidecar = Sidecar(Path(tmp), "java", check_health=True)
+        await sidecar.start()
+        try:
+            command = _java_command(sidecar.target, calls)
+            assert command is not None
+            done = await asyncio.to_thread(
+                subprocess.run,
+                command,
+                cwd=JAVA_ADK,
+                capture_output=True,
+                text=True,
+                timeout=TS_TIMEOUT_SECONDS,
+                check=False,
+            )
+        finally:
+            await sidecar.stop()
+    if done.returncode != 0:
+        raise DataCheckError(f"the Java benchmark failed: {done.stderr[-2000:]}")
+    medians = {}
+    for size, ours, theirs in _JAVA_ROW.findall(done.stdout):
+        if int(size) in _sizes(options):
+            medians[int(size), OWN] = float(theirs)
+            medians[int(size), DROPINS] = float(ours)
+    return PortResult("java", medians, calls)
 
 
 async def run(options: Options) -> Report:
@@ -110,7 +155,7 @@ async def run(options: Options) -> Report:
     results = [
         await _python(options),
         await asyncio.to_thread(_typescript, options),
-        _java(options),
+        await _java(options),
     ]
     report = Report(
         "adk-ports",
