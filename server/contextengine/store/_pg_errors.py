@@ -22,6 +22,9 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     asyncpg.OperatorInterventionError,  # class 57: admin shutdown, crash shutdown, starting up
     asyncpg.InsufficientResourcesError,  # class 53: too many connections, out of memory
     asyncpg.ReadOnlySQLTransactionError,  # a standby (after a failover, before DNS follows)
+    # "cannot switch to state ...; another operation is in progress": a connection the server
+    # dropped mid-operation (seen when PostgreSQL restarts under load); the store drops it
+    asyncpg.InternalClientError,
 )
 
 

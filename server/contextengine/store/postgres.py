@@ -287,7 +287,14 @@ class PostgresStore:
                 raise _not_open(self._closed)
             try:
                 async with pool.acquire(timeout=self._connect_timeout) as conn:
-                    result = await query(conn)
+                    try:
+                        result = await query(conn)
+                    except asyncpg.InternalClientError:
+                        # The server went away mid-operation (a restart under load) and left
+                        # the connection's protocol in a state no later call can use: never
+                        # give it back to the pool.
+                        conn.terminate()
+                        raise
             except ContextEngineError:
                 raise
             except Exception as error:
