@@ -18,8 +18,8 @@ For every report (one driver run, README.md here):
    with the preamble the engine frames other agents' turns with (the app's
    ``other_agent_preamble``, else the engine's own wording: ADK's text is ADK's, not copied
    here; the parity suite configures ADK's and gets ADK's bytes), for the calling agent on its
-   branch (the branch of the model event the
-   call produced, the first event by that agent after ``last_sequence``). Both sides are
+   branch (the branch of the model event the call produced, the first event by that agent after
+   ``last_sequence``). Both sides are
    normalized alike (camelCase keys to snake_case outside function-call ``args`` and
    function-response ``response`` payloads; integral numbers as integers; base64 bytes decoded)
    and must be equal call by call.
