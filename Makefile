@@ -32,7 +32,7 @@ JAVA_JAR := target/contextengine-client-0.1.0-SNAPSHOT
 JAVA_ADK_DIR := clients/java-adk
 JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 
-.PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean
+.PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean postgres-server test-postgres
 .PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
 .PHONY: kotlin-build test-kotlin kotlin-example
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench
@@ -124,8 +124,17 @@ fmt: $(DEV_STAMP)
 	$(BIN)/ruff check --fix server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 	$(BIN)/ruff format server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 
-pytest: $(DEV_STAMP) tools
+pytest: $(DEV_STAMP) tools postgres-server
 	PATH="$(TOOLS):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
+
+# The PostgreSQL server binaries the PostgreSQL suites run (tests/pg_server.py starts a server in a
+# temp dir per run): apt-get install postgresql-15 on a fresh machine when root, before pytest.
+postgres-server: $(DEV_STAMP)
+	$(BIN)/python -m tests.pg_server
+
+# The suites over the PostgreSQL store alone (also part of `make pytest`).
+test-postgres: $(DEV_STAMP) postgres-server
+	$(BIN)/pytest -q -k postgres tests/store tests/memory tests/service
 
 # --- clients ----------------------------------------------------------------------------------
 

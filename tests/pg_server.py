@@ -272,3 +272,15 @@ def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
         yield postgres_server.dsn(name)
     finally:
         postgres_server.release_database(name)
+
+
+def ensure_binaries() -> Path | None:
+    """The server binaries' directory, installing them first when missing and possible (the
+    Makefile runs this before pytest, so a fresh machine's install is not inside a test's time
+    limit); None where they cannot be had."""
+    return _binaries() or _install()
+
+
+if __name__ == "__main__":
+    found = ensure_binaries()
+    print(f"PostgreSQL server binaries: {found}" if found else "PostgreSQL server: NOT AVAILABLE")
