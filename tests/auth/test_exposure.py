@@ -11,11 +11,12 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from contextengine.auth import is_local_address
-from contextengine.client import ContextEngineClient
+from contextengine.client import ContextEngineClient, RpcError
 from contextengine.server import ServerSettings
 from contextengine.testing import start_local_server
 from tests.faults.sidecar import Sidecar
@@ -115,3 +116,26 @@ async def test_serve_starts_on_a_public_address_with_insecure(tmp_path: Path) ->
         await sidecar.start()  # health over 127.0.0.1, which 0.0.0.0 includes
     finally:
         await sidecar.kill()
+
+
+async def test_tokens_and_tls_work_on_a_unix_socket(socket_dir: Path) -> None:
+    from tests.auth import certs
+
+    pki = certs.write(socket_dir / "pki")
+    listen = f"unix:{socket_dir / 'ce.sock'}"
+    settings = ServerSettings(
+        listen=listen,
+        auth_token="unix-token",
+        tls_cert_file=str(pki.server_cert),
+        tls_key_file=str(pki.server_key),
+    )
+    ca = pki.ca.read_bytes()
+    async with start_local_server(listen=listen, settings=settings) as srv:
+        tls: dict[str, Any] = {"root_certificates": ca, "server_name": "localhost"}
+        # (a unix socket's target is its path: the certificate names localhost)
+        async with ContextEngineClient(srv.target, attempts=1, token="unix-token", **tls) as client:
+            assert (await client.create_session("a", "u")).id
+        async with ContextEngineClient(srv.target, attempts=1, **tls) as anonymous:
+            with pytest.raises(RpcError) as caught:
+                await anonymous.create_session("a", "u")
+            assert caught.value.reason == "UNAUTHENTICATED"

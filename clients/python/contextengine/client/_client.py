@@ -83,13 +83,16 @@ class ContextEngineClient:
         root_certificates: bytes | None = None,
         certificate_chain: bytes | None = None,
         private_key: bytes | None = None,
+        server_name: str | None = None,
     ) -> None:
         """``channel_options`` are extra gRPC channel arguments, added to the defaults.
 
         Security (``docs/security.md``): ``token`` is sent as ``authorization: Bearer <token>``
         on every call. ``tls=True`` connects with TLS, verifying the server against the
         system's roots, or against ``root_certificates`` (PEM; giving them implies TLS);
-        ``certificate_chain`` and ``private_key`` (PEM) are the client's certificate for mTLS."""
+        ``certificate_chain`` and ``private_key`` (PEM) are the client's certificate for mTLS;
+        ``server_name`` is the name the server's certificate must carry when it is not the
+        target's host (with a unix socket, whose target is its path)."""
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self.target = target
@@ -110,6 +113,7 @@ class ContextEngineClient:
             root_certificates=root_certificates,
             certificate_chain=certificate_chain,
             private_key=private_key,
+            server_name=server_name,
         )
         self._sessions = session_service_pb2_grpc.SessionServiceStub(self._channel)
         self._contexts = context_service_pb2_grpc.ContextServiceStub(self._channel)

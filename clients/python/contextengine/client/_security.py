@@ -62,9 +62,12 @@ def open_channel(
     root_certificates: bytes | None,
     certificate_chain: bytes | None,
     private_key: bytes | None,
+    server_name: str | None = None,
 ) -> grpc.aio.Channel:
     """A channel to ``target``: TLS when ``tls`` or any certificate is given (the system's roots
-    unless ``root_certificates``), mTLS with ``certificate_chain`` and ``private_key``."""
+    unless ``root_certificates``), mTLS with ``certificate_chain`` and ``private_key``;
+    ``server_name`` is the name the server's certificate must carry when it is not the target's
+    host (a unix socket's target is its path)."""
     if (certificate_chain is None) != (private_key is None):
         raise ValueError("certificate_chain and private_key are given together (mTLS)")
     interceptors: list[Any] = [BearerToken(token)] if token is not None else []
@@ -72,6 +75,10 @@ def open_channel(
     if tracing is not None:
         interceptors.append(tracing)
     secure = tls or root_certificates is not None or certificate_chain is not None
+    if server_name is not None:
+        if not secure:
+            raise ValueError("server_name applies to TLS connections only")
+        options = [*options, ("grpc.ssl_target_name_override", server_name)]
     if not secure:
         return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
     credentials = grpc.ssl_channel_credentials(
