@@ -143,3 +143,35 @@ def test_the_settings_token_joins_the_file(tmp_path: Path) -> None:
     assert table.lookup("env-token") == Grant("auth_token", Role.ADMIN, ("*",))
     with pytest.raises(ValueError, match="auth_token: "):
         TokenTable.from_settings("", "with space")
+
+
+async def test_the_token_file_is_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokens added to or removed from the file take effect without a restart; a file that no
+    longer loads keeps the previous tokens."""
+    from contextengine.auth import _tokens
+    from contextengine.client import ContextEngineClient, RpcError
+    from contextengine.server import ServerSettings
+    from contextengine.testing import start_local_server
+    from tests.auth.helpers import Token, write_tokens
+
+    monkeypatch.setattr(_tokens, "RELOAD_SECONDS", 0.0)
+    path = write_tokens(tmp_path / "tokens.json", {"old": Token("old-token", "write", ["a"])})
+
+    async def reason(srv_target: str, token: str) -> str:
+        async with ContextEngineClient(srv_target, attempts=1, token=token) as client:
+            try:
+                await client.get_user_state("a", "u")
+            except RpcError as error:
+                return error.reason
+            return "OK"
+
+    settings = ServerSettings(auth_tokens_file=str(path), auth_token="settings-token")
+    async with start_local_server(settings=settings) as srv:
+        assert await reason(srv.target, "old-token") == "OK"
+        assert await reason(srv.target, "new-token") == "TOKEN_INVALID"
+        write_tokens(path, {"new": Token("new-token", "read", ["a"])})
+        assert await reason(srv.target, "new-token") == "OK"
+        assert await reason(srv.target, "old-token") == "TOKEN_INVALID"
+        assert await reason(srv.target, "settings-token") == "OK"  # auth_token stays
+        path.write_text('{"tokens": [')  # half written
+        assert await reason(srv.target, "new-token") == "OK"

@@ -12,7 +12,8 @@ A token file is TOML, YAML or JSON (by its suffix) holding a list ``tokens`` of 
     users = ["alice"]               # optional: only these users (globs); default every user
 
 Tokens are kept only as their SHA-256 digests: a presented token is hashed and looked up, so the
-sidecar holds no token in memory after loading and never logs one.
+sidecar holds no token of the file in memory after loading it, and never logs one. The file is
+followed: tokens added or removed take effect within a second, without a restart.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import enum
 import fnmatch
 import hashlib
 import json
+import logging
 import re
+import time
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+_LOG = logging.getLogger("contextengine.auth")
 
 __all__ = ["Grant", "Role", "TokenTable", "hash_token", "load_token_file"]
 
@@ -98,34 +103,81 @@ def hash_token(token: str) -> str:
 
 
 class TokenTable:
-    """The grants of every known token, by the SHA-256 of the token."""
+    """The grants of every known token, by the SHA-256 of the token. Made from settings, it
+    follows the token file: at most once a second (:data:`RELOAD_SECONDS`) a lookup compares the
+    file's modification time and size with what was loaded and, when they changed, loads it
+    again, so tokens are added and revoked without a restart. A file that no longer loads (half
+    written, malformed) is logged once and the previous tokens are kept."""
 
-    def __init__(self, grants: Mapping[str, Grant]) -> None:
-        self._grants = dict(grants)
+    def __init__(
+        self,
+        grants: Mapping[str, Grant],
+        *,
+        tokens_file: str = "",
+        extra: Mapping[str, Grant] | None = None,
+    ) -> None:
+        self._extra = dict(extra or {})
+        self._grants = {**grants, **self._extra}
+        self._file = Path(tokens_file) if tokens_file else None
+        self._seen = _signature(self._file) if self._file is not None else None
+        self._failed: tuple[int, int] | None = None
+        self._next_check = time.monotonic() + RELOAD_SECONDS
 
     def __len__(self) -> int:
         return len(self._grants)
 
     def lookup(self, token: str) -> Grant | None:
         """The grant of ``token``, None when no such token is known."""
+        if self._file is not None and time.monotonic() >= self._next_check:
+            self._reload(self._file)
         if not _TOKEN.match(token):
             return None
         return self._grants.get(hashlib.sha256(token.encode("ascii")).hexdigest())
 
+    def _reload(self, path: Path) -> None:
+        self._next_check = time.monotonic() + RELOAD_SECONDS
+        seen = _signature(path)
+        if seen in (self._seen, self._failed):
+            return
+        try:
+            grants = load_token_file(path)
+        except ValueError as error:
+            self._failed = seen
+            _LOG.warning(
+                "the token file changed but cannot be used (%s); keeping the old tokens", error
+            )
+            return
+        self._grants = {**grants, **self._extra}
+        self._seen = seen
+        _LOG.info("token file reloaded: %d tokens", len(grants))
+
     @classmethod
     def from_settings(cls, tokens_file: str, token: str) -> TokenTable:
-        """The tokens of ``tokens_file`` (when set) and ``token`` (when set; admin on every
-        app). ValueError naming the file and entry for anything malformed."""
+        """The tokens of ``tokens_file`` (when set; followed as it changes) and ``token`` (when
+        set; admin on every app). ValueError naming the file and entry for anything malformed."""
         grants: dict[str, Grant] = {}
         if tokens_file:
             grants.update(load_token_file(Path(tokens_file)))
+        extra: dict[str, Grant] = {}
         if token:
             try:
                 digest = hash_token(token)
             except ValueError as error:
                 raise ValueError(f"auth_token: {error}") from None
-            grants[digest] = Grant("auth_token", Role.ADMIN, ("*",))
-        return cls(grants)
+            extra[digest] = Grant("auth_token", Role.ADMIN, ("*",))
+        return cls(grants, tokens_file=tokens_file, extra=extra)
+
+
+#: how often (seconds, at most) a lookup looks whether the token file changed
+RELOAD_SECONDS = 1.0
+
+
+def _signature(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def load_token_file(path: Path) -> dict[str, Grant]:
