@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
+import { ContextEngineError } from "@contextengine/client";
 import {
   type BaseSessionService,
   FunctionTool,
@@ -323,5 +324,9 @@ describe("ContextEngineMemoryService", () => {
     });
     const nobody = await memory.searchMemory({ appName: app, userId: "other", query: "cities" });
     assert.equal(nobody.memories.length, 0);
+    await assert.rejects(
+      memory.addSessionToMemory({ ...session, id: "not-in-the-engine" }),
+      (err: unknown) => err instanceof ContextEngineError && err.reason === "SESSION_NOT_FOUND",
+    );
   });
 });
