@@ -28,7 +28,8 @@ class EngineSettings:
     db: str = setting(
         DEFAULT_DB,
         "SQLite file, or :memory: for a throw-away store; one sidecar per file (it holds "
-        "<db>.lock; a second one exits with status 1)",
+        "<db>.lock; a second one exits with status 1); or a postgresql:// URL (a PostgreSQL "
+        "database any number of sidecars share; its password is masked in logs)",
     )
     durability: Literal["normal", "full"] = setting(
         "normal",
