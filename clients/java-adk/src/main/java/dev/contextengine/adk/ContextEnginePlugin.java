@@ -199,7 +199,8 @@ public final class ContextEnginePlugin extends BasePlugin {
     return out.build();
   }
 
-  private static void applyCache(
+  /** Applies a cache decision to the request (package-private for its test). */
+  static void applyCache(
       LlmRequest.Builder request, LlmRequest current, List<Content> contents, CacheDecision decision) {
     if (decision.getCacheName().isEmpty()) {
       return; // fingerprint only, or a cache the agent would create: the whole request goes out
