@@ -248,13 +248,13 @@ ADK_PARITY := $(CURDIR)/build/adk-parity
 ADK_PARITY_ARGS = --target $$CONTEXTENGINE_TARGET --conversation $(CURDIR)/clients/conformance/adk/conversation.json --user parity-user --session parity-session
 ADK_PARITY_PYTHON = '$(CURDIR)/$(BIN)/python clients/conformance/adk/python_driver.py $(ADK_PARITY_ARGS) --app adk-parity-python --out $(ADK_PARITY)/python.jsonl'
 ADK_PARITY_TYPESCRIPT = 'cd $(TS_ADK_DIR) && node_modules/.bin/tsx parity/driver.ts $(ADK_PARITY_ARGS) --app adk-parity-typescript --out $(ADK_PARITY)/typescript.jsonl'
-ADK_PARITY_PORTS := python,typescript
-ADK_PARITY_COMPARE = '$(CURDIR)/$(BIN)/python clients/conformance/adk/compare.py --target $$CONTEXTENGINE_TARGET --require $(ADK_PARITY_PORTS) $(ADK_PARITY)/python.jsonl $(ADK_PARITY)/typescript.jsonl'
+ADK_PARITY_JAVA = 'cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.parity.Driver $(ADK_PARITY_ARGS) --app adk-parity-java --out $(ADK_PARITY)/java.jsonl'
+ADK_PARITY_COMPARE = '$(CURDIR)/$(BIN)/python clients/conformance/adk/compare.py --target $$CONTEXTENGINE_TARGET --require python,java,typescript $(ADK_PARITY)/python.jsonl $(ADK_PARITY)/java.jsonl $(ADK_PARITY)/typescript.jsonl'
 
 ## The cross-language ADK parity run (reports in build/adk-parity/); part of test-clients.
-adk-parity: $(DEV_STAMP) ts-gen ts-adk-deps
+adk-parity: $(DEV_STAMP) ts-gen ts-adk-deps java-adk-build
 	rm -rf $(ADK_PARITY) && mkdir -p $(ADK_PARITY)
-	$(BIN)/python scripts/with_server.py $(ADK_PARITY_PYTHON) $(ADK_PARITY_TYPESCRIPT) \
+	$(BIN)/python scripts/with_server.py $(ADK_PARITY_PYTHON) $(ADK_PARITY_JAVA) $(ADK_PARITY_TYPESCRIPT) \
 	  $(ADK_PARITY_COMPARE)
 
 test-clients: adk-parity
