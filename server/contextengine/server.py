@@ -16,7 +16,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry.trace import TracerProvider
 
-from contextengine.auth import Edge, apply_socket_permissions, build_edge, check_edge_settings
+from contextengine.auth import (
+    Edge,
+    apply_socket_permissions,
+    build_edge,
+    check_edge_settings,
+    socket_umask,
+)
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.setting import setting
@@ -341,10 +347,11 @@ class ContextEngineServer:
         )
         listen = self.settings.listen
         edge = self._edge
-        if edge.credentials is None:
-            self._port = server.add_insecure_port(listen)
-        else:
-            self._port = server.add_secure_port(listen, edge.credentials)
+        with socket_umask(listen, edge.socket_mode):
+            if edge.credentials is None:
+                self._port = server.add_insecure_port(listen)
+            else:
+                self._port = server.add_secure_port(listen, edge.credentials)
         if listen.startswith("unix:"):
             self._port = 0
             apply_socket_permissions(listen, edge.socket_mode, edge.socket_gid)

@@ -139,3 +139,20 @@ async def test_tokens_and_tls_work_on_a_unix_socket(socket_dir: Path) -> None:
             with pytest.raises(RpcError) as caught:
                 await anonymous.create_session("a", "u")
             assert caught.value.reason == "UNAUTHENTICATED"
+
+
+def test_the_socket_is_created_with_its_mode_already(socket_dir: Path) -> None:
+    """The umask while binding: the socket is never wider than unix_socket_mode, not even
+    before its chmod; the process's umask is restored after."""
+    import socket
+
+    from contextengine.auth import socket_umask
+
+    before = os.umask(0o022)
+    os.umask(before)
+    path = socket_dir / "probe.sock"
+    with socket_umask(f"unix:{path}", 0o600), socket.socket(socket.AF_UNIX) as probe:
+        probe.bind(str(path))
+        assert stat.S_IMODE(os.stat(path).st_mode) & 0o077 == 0
+    after = os.umask(before)
+    assert after == before

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from contextengine.auth._authorizer import Authorizer, current_grant
 from contextengine.auth._edge import Edge, build_edge, check_edge_settings
-from contextengine.auth._exposure import apply_socket_permissions, is_local_address
+from contextengine.auth._exposure import apply_socket_permissions, is_local_address, socket_umask
 from contextengine.auth._rules import RULES, Rule, Target
 from contextengine.auth._tokens import Grant, Role, TokenTable, hash_token, load_token_file
 
@@ -36,4 +36,5 @@ __all__ = [
     "hash_token",
     "is_local_address",
     "load_token_file",
+    "socket_umask",
 ]

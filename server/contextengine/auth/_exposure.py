@@ -8,9 +8,11 @@ address needs authentication (tokens, or mTLS: a client CA), or ``insecure`` sai
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import ipaddress
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "group_id",
     "is_local_address",
     "parse_mode",
+    "socket_umask",
 ]
 
 
@@ -81,3 +84,18 @@ def apply_socket_permissions(listen: str, mode: int | None, gid: int | None) -> 
         os.chown(path, -1, gid)
     if mode is not None:
         os.chmod(path, mode)
+
+
+@contextlib.contextmanager
+def socket_umask(listen: str, mode: int | None) -> Iterator[None]:
+    """While binding ``listen``: a umask that creates the unix socket with at most ``mode``, so
+    that it is never reachable more widely than asked, not even before
+    :func:`apply_socket_permissions` runs (the process's umask is restored after)."""
+    if mode is None or not listen.startswith("unix:"):
+        yield
+        return
+    previous = os.umask(0o777 & ~mode)
+    try:
+        yield
+    finally:
+        os.umask(previous)
