@@ -143,9 +143,9 @@ describe("ContextEnginePlugin", () => {
     for (let i = 0; i < 4; i++) {
       assert.deepEqual(engine[i], own[i], `model call ${i}`);
     }
-    // the helper's calls: the engine quotes another agent's turn between markers (its default
-    // other-agent preamble, google-adk 2.13's layout) where ADK TypeScript 2.0 writes
-    // "For context:"; the engine's contents are the same in every port
+    // the helper's calls: the engine quotes another agent's turn between markers after its
+    // default other-agent preamble (the app's other_agent_preamble sets ADK's text) where ADK
+    // TypeScript 2.0 writes "For context:"; the engine's contents are the same in every port
     const helperCall = JSON.stringify(engine[4]);
     assert.match(helperCall, /<<<BEGIN_QUOTED_AGENT_CONTENT>>>/);
     assert.doesNotMatch(helperCall, /For context:/);
