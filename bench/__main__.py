@@ -24,6 +24,7 @@ from bench import (
     context,
     memory,
     ops,
+    postgres,
     subscribe,
     token_check,
 )
@@ -42,6 +43,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "token-check": token_check.run,
     "memory": memory.run,
     "ops": ops.run,
+    "postgres": postgres.run,
 }
 
 

@@ -11,15 +11,14 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 
 import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient
-from tests.faults.sidecar import SERVING
-from tests.pg_server import PostgresServer, _as_server_user, _binaries
+from tests.faults.sidecar import SERVING, Sidecar
+from tests.pg_server import PostgresServer
 from tests.scaling.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
 
 pytestmark = pytest.mark.timeout(120)
@@ -97,18 +96,18 @@ async def test_kill_one_sidecar_while_both_append_and_stream(
         await _check_sessions(cb, writers)
 
 
+async def _serving(sidecar: Sidecar, seconds: float = 15.0) -> None:
+    """Waits until the sidecar's health is SERVING again (its store's probe succeeded)."""
+    async with asyncio.timeout(seconds):
+        while await sidecar.health() != SERVING:  # noqa: ASYNC110 - asks the sidecar
+            await asyncio.sleep(0.1)
+
+
 def _restart(server: PostgresServer) -> None:
-    binaries = _binaries()
-    assert binaries is not None
-    command = [
-        str(binaries / "pg_ctl"),
-        *("-D", str(server.directory / "data"), "-l", str(server.directory / "log")),
-        *("-m", "fast", "-w", "restart"),
-    ]
-    done = subprocess.run(
-        _as_server_user(command), capture_output=True, text=True, check=False, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
+    """A clean restart (``pg_ctl stop -m fast``, then start on the same port and data)."""
+    server.stop("fast")
+    error = server.start_again()
+    assert error is None, error
 
 
 async def test_postgresql_restarted_under_load(
@@ -135,8 +134,8 @@ async def test_postgresql_restarted_under_load(
             assert failure.code == grpc.StatusCode.UNAVAILABLE, failure
             assert failure.reason in ("STORAGE_UNAVAILABLE", ""), failure
         for sidecar in (a, b):
-            await until(lambda s=sidecar: s.exit_status() is None)
-            assert await sidecar.health() == SERVING
+            sidecar.check_alive("after the restart")
+            await _serving(sidecar)
         reference = await _everything(cb)
         try:
             await until(
