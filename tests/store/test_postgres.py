@@ -188,7 +188,9 @@ async def test_storage_health_follows_the_server() -> None:
         store = PostgresStore(server.dsn("ce_template"), probe_seconds=0.1, connect_timeout=2.0)
         await store.open()
         heard: list[str | None] = []
-        store.add_storage_listener(lambda problem: heard.append(None if problem is None else problem.reason))
+        store.add_storage_listener(
+            lambda problem: heard.append(None if problem is None else problem.reason)
+        )
         try:
             await store.create_session(KEY, {}, 1.0)
             await store.append_events(KEY, [_event("a")], None)
@@ -254,3 +256,46 @@ async def test_the_engine_chooses_it_for_a_postgresql_url(postgres_dsn: str) -> 
         assert engine.store.pool.get_max_size() == 3
     finally:
         await engine.close()
+
+
+async def test_a_caller_cancelled_as_its_commit_returns_is_still_heard(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller of an append is cancelled (a client gone) just as PostgreSQL answers its
+    COMMIT: the committed event still reaches the commit listeners (this sidecar's subscribers)
+    at once, not only at the change feed's safety-net poll."""
+    commit = asyncpg.transaction.Transaction._Transaction__commit
+    victims: list[asyncio.Task[object]] = []
+
+    async def commit_then_cancel(self: asyncpg.transaction.Transaction) -> None:
+        await commit(self)
+        if victims:
+            victims.pop().cancel()
+            await asyncio.sleep(0)
+
+    store = PostgresStore(postgres_dsn)
+    await store.open()
+    heard: list[str] = []
+    store.add_commit_listener(
+        lambda changes: heard.extend(c.event.id for c in changes if isinstance(c, LoggedEvent))
+    )
+    try:
+        await store.create_session(KEY, {}, 1.0)
+        monkeypatch.setattr(
+            asyncpg.transaction.Transaction, "_Transaction__commit", commit_then_cancel
+        )
+        task: asyncio.Task[object] = asyncio.create_task(
+            store.append_events(KEY, [_event("a")], None)
+        )
+        victims.append(task)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(20):  # at once: well before the change feed's 2 s safety-net poll
+            if heard:
+                break
+            await asyncio.sleep(0.01)
+        assert heard == ["a"]
+        monkeypatch.undo()
+        assert [event.id for event in (await store.get_session(KEY, _all())).events] == ["a"]
+    finally:
+        await store.close()

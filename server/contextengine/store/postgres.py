@@ -261,9 +261,20 @@ class PostgresStore:
             self._set_problem(None)
 
     async def _run(self, query: Query[T], *, write: bool) -> T:
+        if not write:
+            return await self._attempts(query, write=False)
+        # A write runs to its end even when its caller is cancelled (a client gone mid-call):
+        # cancelled between COMMIT and the commit listeners, a committed change would reach
+        # this sidecar's subscribers only at the change feed's next safety-net poll.
+        # As with SQLite's writer, the caller stops waiting; the write does not stop.
+        task = asyncio.ensure_future(self._write(query))
+        task.add_done_callback(_retrieve)
+        return await asyncio.shield(task)
+
+    async def _write(self, query: Query[T]) -> T:
         telemetry = self._telemetry
-        if not write or telemetry is NO_TELEMETRY:
-            return await self._attempts(query, write=write)
+        if telemetry is NO_TELEMETRY:
+            return await self._attempts(query, write=True)
         start = time.perf_counter()
         ok = False
         try:
@@ -486,6 +497,12 @@ class PostgresStore:
         """A session-level advisory lock of the session (``_pg_lock``): one compaction of it
         at a time on every sidecar of the database."""
         return self._compaction_locks.hold(key)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Marks a write's outcome as seen (its caller may have stopped waiting for it)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _not_open(closed: bool) -> Exception:
