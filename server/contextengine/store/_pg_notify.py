@@ -78,6 +78,8 @@ CHANNEL = "contextengine"
 
 #: rows read per query while catching up
 _PAGE = 500
+#: the longest a read of the table may take before the database counts as unreachable
+_READ_TIMEOUT = 10.0
 #: above every position a database will take
 _NO_LIMIT = (1 << 62) - 1
 
@@ -222,7 +224,11 @@ class ChangeFeed:
                 mask_dsn(self._dsn),
                 type(error).__name__,
             )
-        self.delivered = await self._read(_last_position)
+        try:
+            self.delivered = await self._read(_last_position)
+        except BaseException:
+            await self.close()
+            raise
         self._tasks = [
             asyncio.get_running_loop().create_task(self._keep_listening()),
             asyncio.get_running_loop().create_task(self._work()),
@@ -247,7 +253,8 @@ class ChangeFeed:
         try:
             if self._reader is None or self._reader.is_closed():
                 self._reader = await asyncpg.connect(self._dsn, timeout=self._connect_timeout)
-            return await query(self._reader)
+            # Bounded: local commits may be waiting for this read (a hung server is unreachable).
+            return await asyncio.wait_for(query(self._reader), _READ_TIMEOUT)
         except Exception as error:
             problem = storage_error(error)
             if problem is None:
