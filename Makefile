@@ -35,7 +35,7 @@ JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean postgres-server test-postgres
 .PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
 .PHONY: kotlin-build test-kotlin kotlin-example
-.PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench
+.PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
 .PHONY: check-deploy lock
 
@@ -167,6 +167,9 @@ KOTLIN_CONFORMANCE = 'cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contexteng
 KOTLIN_UNIT = 'cd $(KOTLIN_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
 JAVA_ADK_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 JAVA_ADK_UNIT = 'cd $(JAVA_ADK_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
+# The ADK Java parity driver (clients/conformance/adk/README.md contract); append its arguments
+# (absolute paths: it runs in $(JAVA_ADK_DIR)). Needs java-adk-build.
+JAVA_ADK_DRIVER = cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.parity.Driver
 
 ## The Java client: code generated from proto/, compiled with -Xlint:all -Werror, the jar in
 ## clients/java/target (tests compiled, not run: test-java and test-clients run them).
@@ -210,6 +213,10 @@ test-java-adk: $(DEV_STAMP) java-adk-build
 ## The ADK Java example agent against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
 java-adk-example: java-adk-build
 	cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.examples.TravelAgent $(ARGS)
+
+## The ADK Java parity driver alone: make java-adk-driver ARGS="--target ... --out ..."
+java-adk-driver: java-adk-build
+	$(JAVA_ADK_DRIVER) $(ARGS)
 
 ## Per model call overhead of the ADK Java drop-ins vs ADK Java's in-memory service (not in `make test`).
 java-adk-bench: $(DEV_STAMP) java-adk-build

@@ -206,6 +206,39 @@ class SessionServiceTest {
   }
 
   @Test
+  void engineSummariesDoNotMakeASessionStale() {
+    String app = TestSidecar.uniqueApp("j-summary");
+    client.updateAppConfig(
+        dev.contextengine.v1.UpdateAppConfigRequest.newBuilder()
+            .setConfig(
+                dev.contextengine.v1.AppConfig.newBuilder()
+                    .setAppName(app)
+                    .setEventsCompactionConfig(
+                        dev.contextengine.v1.EventsCompactionConfig.newBuilder().setCompactionInterval(1).setOverlapSize(0))
+                    .setSummarizer(
+                        dev.contextengine.v1.SummarizerConfig.newBuilder()
+                            .setExtractive(dev.contextengine.v1.ExtractiveSummarizerConfig.getDefaultInstance())))
+            .build());
+    Session s = create(app, "u", null, "s");
+    service.appendEvent(s, event("user", "question one", 1000L, Map.of()).toBuilder().invocationId("i1").build()).blockingGet();
+    service.appendEvent(s, event("root", "answer one", 2000L, Map.of()).toBuilder().invocationId("i1").build()).blockingGet();
+    dev.contextengine.v1.CompactResponse compacted =
+        client.compact(
+            dev.contextengine.v1.CompactRequest.newBuilder()
+                .setAppName(app)
+                .setUserId("u")
+                .setSessionId("s")
+                .setTrigger(dev.contextengine.v1.CompactionTrigger.COMPACTION_TRIGGER_SLIDING_WINDOW)
+                .build());
+    assertTrue(compacted.hasSummary(), compacted.toString());
+    // s was read before the engine appended its summary: the append goes through, after it
+    service.appendEvent(s, event("user", "question two", 3000L, Map.of()).toBuilder().invocationId("i2").build()).blockingGet();
+    assertEquals(4, s.events().size());
+    assertTrue(s.events().get(2).actions().compaction().isPresent());
+    assertEquals(4, get(app, "u", "s", null).orElseThrow().events().size());
+  }
+
+  @Test
   void sidecarDownIsUnavailable() {
     try (ContextEngineClient down =
         ContextEngineClient.builder().target("127.0.0.1:" + TestSidecar.closedPort()).timeout(Duration.ofSeconds(5)).build()) {
