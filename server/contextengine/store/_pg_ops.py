@@ -49,6 +49,17 @@ from contextengine.v1 import config_pb2, event_pb2
 #: the NOTIFY channel of every store on a database
 CHANNEL = "contextengine"
 
+#: an append's first statement: the session's row locked (its counter), with the recorded events
+#: among the requested ids (one row per found event; one row with NULL event columns if none)
+_LOCK_AND_FIND = """
+WITH s AS (
+    SELECT id, last_sequence, state FROM sessions
+    WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE
+)
+SELECT s.id, s.last_sequence, s.state, e.event_id, e.data
+FROM s LEFT JOIN events e ON e.session = s.id AND e.event_id = ANY($4::text[])
+"""
+
 #: an append's writes once the session row is locked and the plan made: takes ``$10`` positions
 #: (the counter's row lock, held until the commit), inserts the events with them, updates the
 #: session's counter, time and state, and notifies other sidecars (payload: ``0001_init.sql``)
@@ -198,23 +209,18 @@ async def append_events(
     now: float,
 ) -> AppendOutcome:
     """``events`` are the store's own copies (the plan sets their sequence and timestamp)."""
+    ids = list({event.id for event in events})
     async with _committing(conn, committer) as tx:
-        row = await conn.fetchrow(
-            "SELECT id, last_sequence, state FROM sessions"
-            " WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE",
-            key.app_name,
-            key.user_id,
-            key.session_id,
-        )
-        if row is None:
+        # The session row locked and the requested ids looked up in one round trip. The lookup
+        # reads the statement's snapshot, taken before the lock was granted: an id committed by
+        # the transaction it waited for is missed, its insert then violates the unique key, and
+        # the store runs the transaction again (``_pg_errors.retryable``), finding it.
+        rows = await conn.fetch(_LOCK_AND_FIND, key.app_name, key.user_id, key.session_id, ids)
+        if not rows:
             raise session_not_found(key.app_name, key.user_id, key.session_id)
+        row = rows[0]
         pk: int = row["id"]
-        found = await conn.fetch(
-            "SELECT event_id, data FROM events WHERE session = $1 AND event_id = ANY($2::text[])",
-            pk,
-            list({event.id for event in events}),
-        )
-        recorded = {event_id: load_event(data) for event_id, data in found}
+        recorded = {r["event_id"]: load_event(r["data"]) for r in rows if r["event_id"] is not None}
         plan = plan_append(
             events, recorded.get, int(row["last_sequence"]), expected_last_sequence, now
         )
