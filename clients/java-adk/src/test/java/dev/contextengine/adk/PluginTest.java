@@ -64,11 +64,11 @@ public class PluginTest {
   }
 
   /** Answers from a script; keeps every request's contents. */
-  static final class Scripted extends BaseLlm {
+  public static final class Scripted extends BaseLlm {
     final Deque<Part> script = new ArrayDeque<>();
     final List<List<Content>> requests = new ArrayList<>();
 
-    Scripted(Part... parts) {
+    public Scripted(Part... parts) {
       super("scripted");
       script.addAll(List.of(parts));
     }
