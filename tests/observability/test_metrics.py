@@ -16,9 +16,15 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
+from contextengine.server import ServerSettings
 from contextengine.store import SessionKey
 from contextengine.subscriptions.broadcaster import EndReason, session_route
-from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2, event_pb2
+from contextengine.v1 import (
+    compaction_service_pb2 as kpb,
+    config_pb2,
+    context_service_pb2 as cpb,
+    event_pb2,
+)
 from tests.observability.helpers import Samples, ScriptedSummarizer, scrape, sidecar, value
 from tests.service.helpers import text_event
 
@@ -178,3 +184,54 @@ async def test_buffered_bytes_and_lagged_cut_offs_are_counted(tmp_path: Path) ->
         assert value(samples, "contextengine_subscribers_lagged_total") == 1
         assert value(samples, "contextengine_subscriber_buffered_bytes") == 0
         assert value(samples, "contextengine_subscribers") == 0
+
+
+GEMINI = cpb.ModelIdentity(provider=cpb.MODEL_PROVIDER_GEMINI, model="gemini-2.0-flash")
+
+
+async def test_cache_decisions_are_counted_by_action(tmp_path: Path) -> None:
+    """Two invocations of an app with prompt caching: FINGERPRINT_ONLY, then CREATE (the agent
+    creates the cache: not managed), as in the README's prompt-caching example."""
+    async with (
+        sidecar(tmp_path / "ce.db") as server,
+        ContextEngineClient(server.target, attempts=1) as client,
+    ):
+        await client.update_app_config(
+            config_pb2.AppConfig(
+                app_name=APP, context_cache_config=config_pb2.ContextCacheConfig(ttl_seconds=600)
+            )
+        )
+        await client.create_session(APP, USER, "s1")
+        actions = []
+        for invocation in ("i1", "i2"):
+            await client.append_event(
+                APP, USER, "s1", text_event(f"question {invocation}", invocation_id=invocation)
+            )
+            context = await client.build_context(
+                APP, USER, "s1", agent_name="agent", model=GEMINI, invocation_id=invocation
+            )
+            decision = context.cache_decision
+            actions.append(cpb.CacheAction.Name(decision.action))
+            answer = text_event("an answer", author="agent", invocation_id=invocation)
+            answer.cache_metadata.CopyFrom(decision.cache_metadata)
+            answer.usage_metadata.prompt_token_count = 3000
+            await client.append_event(APP, USER, "s1", answer)
+        samples = await scrape(server.ops_port)
+    assert actions == ["CACHE_ACTION_FINGERPRINT_ONLY", "CACHE_ACTION_CREATE"]
+    for action in actions:
+        assert value(samples, "contextengine_cache_decisions_total", {"action": action}) == 1
+    assert value(samples, "contextengine_build_context_tokens_count") == 2
+
+
+async def test_refused_calls_are_counted_by_their_code(tmp_path: Path) -> None:
+    settings = ServerSettings(auth_token="metrics-token-1")
+    async with (
+        sidecar(tmp_path / "ce.db", settings=settings) as server,
+        ContextEngineClient(server.target, attempts=1) as anonymous,
+    ):
+        with pytest.raises(RpcError) as refused:
+            await anonymous.create_session(APP, USER, "s1")
+        assert refused.value.code == grpc.StatusCode.UNAUTHENTICATED
+        samples = await scrape(server.ops_port)
+    assert rpcs(samples, f"{SESSION}/CreateSession", "UNAUTHENTICATED") == 1
+    assert rpcs(samples, f"{SESSION}/CreateSession") == 0
