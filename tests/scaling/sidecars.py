@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -103,18 +104,26 @@ class Writer:
     in_doubt: set[str] = field(default_factory=set)
 
     def event(self, n: int) -> event_pb2.Event:
+        """The n-th event, with its own timestamp: a retry sends exactly the same event (one
+        without a timestamp gets the client's clock on each call, and a retry of an event that
+        was recorded would then conflict)."""
         return text_event(
             f"{self.prefix} {n}",
             event_id=f"{self.prefix}-{n}",
             invocation_id=f"{self.prefix}-inv-{n // 2}",
             author="user" if n % 2 == 0 else "agent",
+            timestamp=time.time(),
         )
 
-    async def write(self, count: int, *, pause: float = 0.0, retry: bool = False) -> None:
+    async def write(
+        self, count: int, *, pause: float = 0.0, retry: bool = False, retry_seconds: float = 30.0
+    ) -> None:
         """Appends ``count`` events, one call each; ``retry``: an event whose call failed is
-        sent again (the same id: idempotent) until acknowledged."""
+        sent again (the same id: idempotent) until acknowledged, for up to ``retry_seconds``
+        (then the test fails with the last error)."""
         for n in range(count):
             event = self.event(n)
+            deadline = time.monotonic() + retry_seconds
             while True:
                 try:
                     await self.target.append_event(APP, self.user_id, self.session_id, event)
@@ -123,6 +132,10 @@ class Writer:
                     self.in_doubt.add(event.id)
                     if not retry:
                         raise
+                    if time.monotonic() > deadline:
+                        raise AssertionError(
+                            f"{event.id} not acknowledged within {retry_seconds} s: {error}"
+                        ) from error
                     await asyncio.sleep(0.1)
                     continue
                 self.in_doubt.discard(event.id)

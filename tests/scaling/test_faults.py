@@ -126,7 +126,7 @@ async def test_postgresql_restarted_under_load(
         ]
         runs = [asyncio.create_task(w.write(50, pause=0.01, retry=True)) for w in writers]
         await until(lambda: len(followed.events) >= 30, what="load before the restart")
-        await asyncio.to_thread(_restart, postgres_server)
+        await asyncio.wait_for(asyncio.to_thread(_restart, postgres_server), 60)
         await asyncio.gather(*runs)
         failures = [f for w in writers for f in w.failures]
         assert failures, "the restart was not noticed by any call"
