@@ -17,6 +17,7 @@ import pytest
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.server import ContextEngineServer, ServerSettings
 from contextengine.store._sqlite_writer import WriteTx
+from contextengine.store.memory import MemoryStore
 from contextengine.store.sqlite import SqliteStore
 from tests.faults.sidecar import Sidecar
 from tests.observability.helpers import http_get, scrape, sidecar, value
@@ -142,3 +143,38 @@ async def test_the_real_sidecar_serves_the_ops_port(tmp_path: Path) -> None:
     rpc = [line for line in lines if line["logger"] == "contextengine.rpc"]
     assert [line["method"].rsplit(".", 1)[1] for line in rpc] == ["CreateSession", "AppendEvent"]
     assert all(line["session"] == "s1" and line["app"] == APP for line in rpc)
+
+
+class _SlowToOpen(MemoryStore):
+    """A store whose ``open`` (where a real one migrates) waits until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def open(self) -> None:
+        await self.release.wait()
+        await super().open()
+
+
+async def test_readyz_waits_for_the_store_to_open() -> None:
+    store = _SlowToOpen()
+    settings = ServerSettings(listen="127.0.0.1:0", ops_listen="127.0.0.1:0")
+    server = ContextEngineServer(settings, store=store)
+    starting = asyncio.create_task(server.start())
+    try:
+
+        async def serving_http() -> bool:
+            await asyncio.sleep(0)
+            return server.ops_port != 0
+
+        await _until(serving_http)
+        assert (await http_get(server.ops_port, "/healthz"))[0] == 200  # alive meanwhile
+        assert (await http_get(server.ops_port, "/readyz"))[::2] == (503, "not ready: starting\n")
+        store.release.set()
+        await starting
+        assert (await http_get(server.ops_port, "/readyz"))[::2] == (200, "ready\n")
+    finally:
+        store.release.set()
+        await starting
+        await server.stop(grace=0.5)
