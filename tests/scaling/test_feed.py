@@ -19,6 +19,7 @@ from contextengine.store import (
 )
 from contextengine.store.postgres import PostgresStore
 from contextengine.v1 import config_pb2, event_pb2
+from tests.pg_server import PostgresServer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -140,3 +141,36 @@ async def test_a_lost_listening_connection_is_made_again_and_nothing_is_missed(
     assert ConfigChanged(None) in heard_b.configs  # caches dropped: notifications were missed
     positions = heard_b.positions()
     assert positions == sorted(set(positions))
+
+
+async def test_an_unreachable_database_is_a_storage_problem_without_any_traffic(
+    postgres_dsn: str, postgres_server: PostgresServer
+) -> None:
+    """Nobody calls the store: the feed's listening connection ends, its reads fail, and the
+    store reports STORAGE_UNAVAILABLE (the sidecar's readiness follows); once the server is back
+    the problem clears by itself, and what was committed meanwhile elsewhere is told."""
+    store = PostgresStore(postgres_dsn, probe_seconds=0.2)
+    await store.open()
+    heard = Heard(store)
+    problems: list[object] = []
+    store.add_storage_listener(problems.append)
+    try:
+        await asyncio.to_thread(postgres_server.stop, "fast")
+        try:
+            await heard.until(lambda: store.storage_problem is not None)
+            assert store.storage_problem is not None
+            assert store.storage_problem.reason == "STORAGE_UNAVAILABLE"
+        finally:
+            assert await asyncio.to_thread(postgres_server.start_again) is None
+        await heard.until(lambda: store.storage_problem is None, seconds=20)
+        other = PostgresStore(postgres_dsn)
+        await other.open()
+        try:
+            await other.create_session(KEY, {}, 1.0)
+            await other.append_events(KEY, [_event("after")], None)
+        finally:
+            await other.close()
+        await heard.until(lambda: len(heard.positions()) == 1, seconds=20)
+        assert problems[-1] is None
+    finally:
+        await store.close()
