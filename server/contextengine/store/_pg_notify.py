@@ -91,7 +91,8 @@ _READ_AFTER = (
     " WHERE e.position > $1 AND e.position <= $2"
     " UNION ALL"
     " SELECT create_position, app_name, user_id, session_id, NULL::bytea, created_shared"
-    " FROM sessions WHERE create_position > $1 AND create_position <= $2"
+    " FROM sessions WHERE create_position > 0"  # the partial index of 0003
+    " AND create_position > $1 AND create_position <= $2"
     ") AS c ORDER BY position LIMIT $3"
 )
 
