@@ -18,6 +18,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 
 from contextengine.client import RpcError
+from contextengine.engine import EngineSettings, open_engine
 from contextengine.v1 import config_pb2, context_service_pb2 as cpb
 from tests.scaling.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
 from tests.service.helpers import text_event
@@ -220,3 +221,47 @@ async def test_compaction_single_flight_and_configuration_across_sidecars(
             return seen.effective_compaction_config.compaction_interval == 1
 
         await _eventually(b_sees_the_override, what="A's session configuration on B")
+
+
+async def _fresh_contents(dsn: str, session_id: str, agent: str) -> list[Any]:
+    """The contents a newly opened engine builds (no cached log or view)."""
+    async with await open_engine(EngineSettings(db=dsn)) as engine:
+        result = await engine.build_context(
+            cpb.BuildContextRequest(
+                app_name=APP,
+                user_id="u",
+                session_id=session_id,
+                agent_name=agent,
+                skip_compaction=True,
+            )
+        )
+        return list(result.response().contents)
+
+
+async def test_context_views_on_b_stay_correct_after_a_appends_and_compacts(
+    tmp_path: Path, postgres_dsn: str
+) -> None:
+    async with sidecars(tmp_path, postgres_dsn) as (a, b), client(a) as ca, client(b) as cb:
+        await ca.update_app_config(
+            config_pb2.AppConfig(
+                app_name=APP,
+                events_compaction_config=config_pb2.EventsCompactionConfig(
+                    compaction_interval=2, overlap_size=1
+                ),
+            )
+        )
+        await ca.create_session(APP, "u", "v")
+        compacted = 0
+        for round_no in range(4):
+            await _invocations(ca, "u", "v", 3, f"r{round_no}")
+            if round_no >= 1:
+                outcome = await ca.compact(APP, "u", "v")
+                compacted += outcome.HasField("summary")
+            for agent in ("writer", "helper"):
+                # B's views are kept from its previous build and extended with A's events.
+                on_b = await cb.build_context(APP, "u", "v", agent_name=agent, skip_compaction=True)
+                assert list(on_b.contents) == await _fresh_contents(postgres_dsn, "v", agent), (
+                    f"round {round_no}, agent {agent}"
+                )
+                assert on_b.last_sequence == len([e async for e in ca.list_events(APP, "u", "v")])
+        assert compacted >= 2  # the views saw summaries appended by the other sidecar
