@@ -3,17 +3,18 @@ channel credentials (``docs/security.md``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
 
+from contextengine.client._metadata import MetadataInterceptor
 from contextengine.client._tracing import trace_context_interceptor
 
 __all__ = ["BearerToken", "open_channel"]
 
 
-class BearerToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+class BearerToken(MetadataInterceptor):
     """Adds ``authorization: Bearer <token>`` to the metadata of every call (plaintext or TLS:
     grpc's own access-token credentials refuse plaintext channels, and a sidecar on a unix
     socket or loopback address may check tokens without TLS)."""
@@ -26,31 +27,8 @@ class BearerToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClie
     def __repr__(self) -> str:
         return "BearerToken(<hidden>)"
 
-    def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-        metadata = grpc.aio.Metadata(*(details.metadata or ()))
-        metadata.add(*self._pair)
-        return grpc.aio.ClientCallDetails(
-            details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
-        )
-
-    async def intercept_unary_unary(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Any],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        return await continuation(self._details(client_call_details), request)
-
-    async def intercept_unary_stream(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Any],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> AsyncIterator[Any] | grpc.aio.UnaryStreamCall[Any, Any]:
-        call: grpc.aio.UnaryStreamCall[Any, Any] = await continuation(
-            self._details(client_call_details), request
-        )
-        return call
+    def pairs(self) -> Sequence[tuple[str, str]]:
+        return (self._pair,)
 
 
 def open_channel(

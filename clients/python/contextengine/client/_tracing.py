@@ -7,10 +7,9 @@ added (:func:`trace_context_interceptor` returns None)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import Sequence
 
-import grpc
+from contextengine.client._metadata import MetadataInterceptor
 
 __all__ = ["TraceContext", "trace_context_interceptor"]
 
@@ -21,42 +20,18 @@ except ImportError:  # pragma: no cover - the client without OpenTelemetry
     _trace = None  # type: ignore[assignment]
 
 
-class TraceContext(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+class TraceContext(MetadataInterceptor):
     """Adds the current span's ``traceparent`` / ``tracestate`` to a call's metadata."""
 
     def __init__(self) -> None:
         self._propagator = TraceContextTextMapPropagator()
 
-    def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+    def pairs(self) -> Sequence[tuple[str, str]]:
         if not _trace.get_current_span().get_span_context().is_valid:
-            return details
+            return ()
         carrier: dict[str, str] = {}
         self._propagator.inject(carrier)
-        metadata = grpc.aio.Metadata(*(details.metadata or ()))
-        for key, value in carrier.items():
-            metadata.add(key, value)
-        return grpc.aio.ClientCallDetails(
-            details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
-        )
-
-    async def intercept_unary_unary(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Any],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> Any:
-        return await continuation(self._details(client_call_details), request)
-
-    async def intercept_unary_stream(
-        self,
-        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Any],
-        client_call_details: grpc.aio.ClientCallDetails,
-        request: Any,
-    ) -> AsyncIterator[Any] | grpc.aio.UnaryStreamCall[Any, Any]:
-        call: AsyncIterator[Any] | grpc.aio.UnaryStreamCall[Any, Any] = await continuation(
-            self._details(client_call_details), request
-        )
-        return call
+        return tuple(carrier.items())
 
 
 def trace_context_interceptor() -> TraceContext | None:
