@@ -220,8 +220,9 @@ class SearchMemoryResponse(_message.Message):
     RANKING_FIELD_NUMBER: _builtins.int
     ranking: _builtins.str
     """How `score` was computed: "bm25" (FTS5's BM25, negated so that higher is better; the
-    default) or "matched_terms" (the number of distinct query terms the entry contains: a SQLite
-    build without FTS5, or FTS5 turned off). Which entries match is the same with both.
+    default on SQLite), "matched_terms" (the number of distinct query terms the entry contains: a
+    SQLite build without FTS5, or FTS5 turned off) or "ts_rank" (PostgreSQL's ts_rank, no inverse
+    document frequency: a PostgreSQL store). Which entries match is the same with all three.
     """
     @_builtins.property
     def memories(self) -> _containers.RepeatedCompositeFieldContainer[_memory_pb2.MemoryEntry]:
