@@ -34,7 +34,7 @@ JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean postgres-server test-postgres
 .PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
-.PHONY: kotlin-build test-kotlin kotlin-example
+.PHONY: kotlin-build test-kotlin kotlin-example proto-baseline
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
 .PHONY: check-deploy lock
@@ -95,16 +95,16 @@ gen: $(DEV_STAMP)
 check-gen: $(DEV_STAMP)
 	PYTHON=$(BIN)/python scripts/check_gen.sh
 
-# `buf breaking` compares proto/ with BUF_AGAINST: the newest v* release tag when there is one;
-# before the first release, the main branch when on another branch (what the branch changes);
-# on main itself (or a detached HEAD, or without a local main), the last commit (HEAD: what the
-# uncommitted proto edits would break). All inputs are the local git repository, so it runs
-# offline in a clean clone. `make lint BUF_AGAINST=...` overrides.
-BUF_RELEASE = $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null)
-BUF_BRANCH = $(shell git symbolic-ref -q --short HEAD 2>/dev/null)
-BUF_MAIN = $(shell git rev-parse -q --verify refs/heads/main 2>/dev/null)
-BUF_VS_MAIN = $(if $(BUF_MAIN),$(filter-out main,$(BUF_BRANCH)))
-BUF_AGAINST ?= .git\#$(if $(BUF_RELEASE),tag=$(BUF_RELEASE),$(if $(BUF_VS_MAIN),branch=main,ref=HEAD))
+## At a release: the API `buf breaking` compares with from then on (proto/baseline.json).
+proto-baseline: $(DEV_STAMP)
+	$(BIN)/buf build --exclude-source-info -o proto/baseline.json
+
+# `buf breaking` compares proto/ with the released API, proto/baseline.json (a buf image of
+# proto/ without source info, committed): every change since the release must be compatible on
+# the wire and in JSON (buf's FILE rules). The baseline moves only at a release, deliberately:
+# `make proto-baseline`. Offline, the same on main and on any branch. `make lint BUF_AGAINST=...`
+# compares with something else (e.g. '.git#branch=main').
+BUF_AGAINST ?= proto/baseline.json
 
 lint: $(DEV_STAMP)
 	$(BIN)/buf lint
