@@ -91,6 +91,7 @@ import {
   type WatchSessionStateResponse,
 } from "./gen/contextengine/v1/subscription_service_pb.js";
 import { backoffMs, cancelled, type FollowPolicy, follow, sleep } from "./resume.js";
+import { traceContext } from "./tracing.js";
 import { APP, APP_USER, requireEvent, requireFields, SESSION } from "./validate.js";
 
 /** Request headers (gRPC metadata): a `Headers`, a record or a list of pairs. */
@@ -125,6 +126,12 @@ export interface ContextEngineClientOptions {
    * A target given as `https://host:port` uses TLS too.
    */
   tls?: boolean | TlsOptions;
+  /**
+   * Send the current OpenTelemetry span's W3C `traceparent` / `tracestate` on every call, so the
+   * sidecar's span of the RPC is its child. Default true; a no-op when `@opentelemetry/api` (an
+   * optional peer dependency) is not installed or no span is current.
+   */
+  traceContext?: boolean;
 }
 
 /** TLS settings of {@link ContextEngineClientOptions.tls} (PEM text or bytes). */
@@ -308,6 +315,9 @@ export class ContextEngineClient {
       const interceptors = [...(options.interceptors ?? [])];
       if (options.token !== undefined) {
         interceptors.unshift(bearerToken(options.token));
+      }
+      if (options.traceContext ?? true) {
+        interceptors.unshift(traceContext());
       }
       transport = createGrpcTransport({
         baseUrl: this.baseUrl,

@@ -48,3 +48,4 @@ export * from "./gen/contextengine/v1/session_service_pb.js";
 export * from "./gen/contextengine/v1/subscription_service_pb.js";
 export { type ErrorInfo, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 export { isResumable } from "./resume.js";
+export { traceContext } from "./tracing.js";
