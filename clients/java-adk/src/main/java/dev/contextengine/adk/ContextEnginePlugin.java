@@ -44,7 +44,10 @@ import java.util.Optional;
  *       Python does for that model), the invocation id and its user content, the system
  *       instruction, tools and tool config (for the prompt-cache fingerprint). The engine applies
  *       rewinds, other agents' turns, compaction summaries and, with a token threshold configured,
- *       compacts first: google-adk 2.13's (Python's) history, not ADK Java's own.
+ *       compacts first: google-adk 2.13's (Python's) history, not ADK Java's own. The
+ *       contents' genai form is kept (a bounded cache keyed by the engine's content, see {@link
+ *       #ContextEnginePlugin(ContextEngineClient, String, long)}): a call converts only the
+ *       contents no earlier call had, not its whole history again.
  *   <li><b>Prompt caching</b>, when the engine's app configuration has a {@code
  *       context_cache_config}: a cache the decision names (reused, or created by the engine with
  *       {@code managed_gemini_caches}) is sent as {@code config.cachedContent}, without the system
@@ -63,7 +66,11 @@ import java.util.Optional;
  * ContextEngineException} ({@code UNAVAILABLE}).
  */
 public final class ContextEnginePlugin extends BasePlugin {
+  /** The default bound of the converted-contents cache, in contents. */
+  public static final long DEFAULT_CONTENTS_CACHE_SIZE = 50_000;
+
   private final ContextEngineClient client;
+  private final ContentCache converted;
 
   /** The plugin over {@code client} (the session service's; shared, not closed). */
   public ContextEnginePlugin(ContextEngineClient client) {
@@ -72,8 +79,18 @@ public final class ContextEnginePlugin extends BasePlugin {
 
   /** The plugin with another name (ADK's plugin manager keys plugins by name). */
   public ContextEnginePlugin(ContextEngineClient client, String name) {
+    this(client, name, DEFAULT_CONTENTS_CACHE_SIZE);
+  }
+
+  /**
+   * The plugin keeping the genai form of at most {@code contentsCacheSize} contents it converted
+   * (least recently used evicted; 0: convert every content on every call), so that a model call
+   * converts only the contents its history did not have on an earlier call.
+   */
+  public ContextEnginePlugin(ContextEngineClient client, String name, long contentsCacheSize) {
     super(name);
     this.client = Objects.requireNonNull(client, "client");
+    this.converted = new ContentCache(contentsCacheSize);
   }
 
   @Override
@@ -106,10 +123,7 @@ public final class ContextEnginePlugin extends BasePlugin {
             }
             throw e;
           }
-          List<Content> contents = new ArrayList<>(response.getContentsCount());
-          for (dev.contextengine.v1.Content content : response.getContentsList()) {
-            contents.add(AdkConvert.contentFromProto(content));
-          }
+          List<Content> contents = converted.convert(response.getContentsList());
           request.contents(contents);
           if (response.hasCacheDecision()) {
             applyCache(request, current, contents, response.getCacheDecision());
