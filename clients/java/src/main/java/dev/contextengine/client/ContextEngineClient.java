@@ -115,6 +115,7 @@ public final class ContextEngineClient implements AutoCloseable {
     private Duration keepAlive = Duration.ofSeconds(30);
     private final List<ClientInterceptor> interceptors = new ArrayList<>();
     private BearerToken token;
+    private boolean traceContext = true;
     private boolean tls;
     private Path trustCertificates;
     private Path clientCertificate;
@@ -218,6 +219,17 @@ public final class ContextEngineClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Whether every call carries the current OpenTelemetry span's W3C trace context ({@link
+     * TraceContext}), so the sidecar's span of the RPC is its child. Default true; nothing is sent
+     * when {@code opentelemetry-api} (an optional dependency) is not on the class path or no span
+     * is current.
+     */
+    public Builder traceContext(boolean value) {
+      this.traceContext = value;
+      return this;
+    }
+
     /** Interceptors (auth headers, tracing, ...), applied to every call. */
     public Builder intercept(ClientInterceptor... values) {
       interceptors.addAll(List.of(values));
@@ -246,6 +258,9 @@ public final class ContextEngineClient implements AutoCloseable {
         name = base.authority();
       }
       List<ClientInterceptor> all = new ArrayList<>(interceptors);
+      if (traceContext && openTelemetryPresent()) {
+        all.add(new TraceContext()); // loaded only here: the API is on the class path
+      }
       if (token != null) {
         all.add(token); // the last added runs first: the token is on the headers others see
       }
@@ -282,6 +297,22 @@ public final class ContextEngineClient implements AutoCloseable {
   /** The default deadline of this client's calls. */
   public Duration timeout() {
     return timeout;
+  }
+
+  /**
+   * Whether {@code opentelemetry-api} is on the class path, asked without loading {@link
+   * TraceContext} (which names its classes and would fail to link without them).
+   */
+  private static boolean openTelemetryPresent() {
+    try {
+      Class.forName(
+          "io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator",
+          false,
+          ContextEngineClient.class.getClassLoader());
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   /** The channel (intercepted), for stubs of your own on the same connection. */

@@ -87,7 +87,10 @@ class ContextEngine private constructor(
          * A client for `host:port` (or `unix:/path`, or an absolute socket path). It owns its
          * channel: [close] it (`use { }`). `token` is sent as `authorization: Bearer <token>`
          * with every call; `tls` connects with TLS (mTLS with a client certificate), see
-         * docs/security.md.
+         * docs/security.md. `traceContext`: every call carries the current OpenTelemetry span's
+         * W3C `traceparent` (the Java client's [TraceContext], when `opentelemetry-api` is on the
+         * class path); the span is read from the calling thread's OpenTelemetry `Context`, so
+         * a coroutine that changes threads carries it along (e.g. `Context.asContextElement()`).
          */
         fun connect(
             target: String,
@@ -97,6 +100,7 @@ class ContextEngine private constructor(
             interceptors: List<ClientInterceptor> = emptyList(),
             token: String? = null,
             tls: Tls? = null,
+            traceContext: Boolean = true,
         ): ContextEngine {
             require(timeout.isPositive()) { "the timeout must be positive" }
             val builder = ContextEngineClient.builder()
@@ -105,6 +109,7 @@ class ContextEngine private constructor(
                 .retryPolicy(retryPolicy)
                 .maxMessageBytes(maxMessageBytes)
                 .intercept(*interceptors.toTypedArray())
+                .traceContext(traceContext)
             if (token != null) builder.token(token)
             tls?.applyTo(builder)
             return ContextEngine(builder.build(), owns = true, retryPolicy = retryPolicy)
