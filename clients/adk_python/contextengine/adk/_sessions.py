@@ -13,6 +13,9 @@ Behaviour is ADK's (its ``SqliteSessionService`` where ADK's services differ):
   in append order, as ADK's in-memory service keeps them and the Runner saw them (the one point
   where the SQLite service is not followed: it sorts by timestamp, and ADK stamps a tool
   confirmation request later than the function response appended after it).
+  An unfiltered read of a session read before (one of the last 16) fetches and converts only
+  the events appended since (``contextengine.adk._event_cache``); the session returned shares
+  nothing with the kept events or with earlier returns.
 - ``list_sessions``: merged states, no events, ordered by ``(last_update_time, user_id, id)``
   oldest first (the engine's ``SESSION_ORDER_LAST_UPDATE_ASC``).
 - ``delete_session``: no error for a missing session. A session id the engine cannot hold
@@ -56,6 +59,7 @@ from contextengine.adk._convert import (
     state_from_struct,
     state_to_struct,
 )
+from contextengine.adk._event_cache import EventCache
 from contextengine.client import RpcError
 from contextengine.v1 import session_pb2, session_service_pb2 as spb
 
@@ -91,13 +95,14 @@ def _no_such_id(err: RpcError) -> bool:
     )
 
 
-def _session(message: session_pb2.Session) -> Session:
+def _session(message: session_pb2.Session, events: list[Event] | None = None) -> Session:
+    """The ADK session of ``message``, with ``events`` (already converted) or its own."""
     session = Session(
         id=message.id,
         app_name=message.app_name,
         user_id=message.user_id,
         state=state_from_struct(message.state),
-        events=[event_from_proto(event) for event in message.events],
+        events=events if events is not None else [event_from_proto(e) for e in message.events],
         last_update_time=message.last_update_time,
     )
     session._storage_update_marker = _marker(message.last_sequence)
@@ -119,6 +124,7 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
         **client_options: Any,
     ) -> None:
         self._use_backend(target=target, db=db, backend=backend, client_options=client_options)
+        self._events = EventCache()
 
     async def create_session(
         self,
@@ -151,21 +157,34 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        request = spb.GetSessionRequest(
-            app_name=app_name, user_id=user_id, session_id=session_id.strip()
-        )
+        session_id = session_id.strip()
+        request = spb.GetSessionRequest(app_name=app_name, user_id=user_id, session_id=session_id)
+        filtered = False
         if config is not None:
             if config.num_recent_events is not None:
                 request.num_recent_events = config.num_recent_events
+                filtered = True
             if config.after_timestamp:  # ADK's sqlite service: 0 (or None) is no filter
                 request.after_timestamp = config.after_timestamp
+                filtered = True
+        key = (app_name, user_id, session_id)
+        kept = None if filtered else self._events.get(key)
+        if kept is not None:
+            request.after_sequence = kept.last_sequence
         try:
             response = await self._backend.get_session(request)
         except RpcError as err:
             if err.reason == "SESSION_NOT_FOUND" or _no_such_id(err):
+                self._events.delete(key)
                 return None
             raise
-        return _session(response.session)
+        if filtered:
+            return _session(response.session)
+        events = self._events.update(key, response.session, kept)
+        if events is None:  # deleted and made again since it was kept: read it whole
+            self._events.delete(key)
+            return await self.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        return _session(response.session, events)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -188,8 +207,10 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
                 return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        session_id = session_id.strip()
+        self._events.delete((app_name, user_id, session_id))
         request = spb.DeleteSessionRequest(
-            app_name=app_name, user_id=user_id, session_id=session_id.strip(), allow_missing=True
+            app_name=app_name, user_id=user_id, session_id=session_id, allow_missing=True
         )
         try:
             await self._backend.delete_session(request)
