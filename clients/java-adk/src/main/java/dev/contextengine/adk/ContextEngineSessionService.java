@@ -43,7 +43,10 @@ import org.jspecify.annotations.Nullable;
  *       user:} keys go to the app and user state, {@code temp:} keys are dropped); the id is
  *       trimmed, and a UUID when none is given; an id in use fails with {@link
  *       SessionAlreadyExistsException}.
- *   <li>{@code getSession}: empty for a missing (or deleted) session; {@link
+ *   <li>{@code getSession}: empty for a missing (or deleted) session. Without a config, the
+ *       engine events of the last {@value #MAX_KEPT_SESSIONS} sessions read are kept, and reading
+ *       one again fetches only the events appended since (a session deleted and re-created under
+ *       the same id is read whole); every read converts them into new ADK events. {@link
  *       GetSessionConfig#numRecentEvents()} (0: no events) and {@link
  *       GetSessionConfig#afterTimestamp()} ({@code timestamp >= afterTimestamp}) filter the
  *       events, combined, as ADK's services do. The state is merged ({@code app:} / {@code user:}
@@ -81,10 +84,14 @@ import org.jspecify.annotations.Nullable;
  */
 public final class ContextEngineSessionService implements BaseSessionService {
   private static final int PAGE = 1000;
+  /** Sessions whose events {@code getSession} keeps (each with all its engine events). */
+  public static final int MAX_KEPT_SESSIONS = 16;
 
   private final ContextEngineClient client;
   /** The engine's last sequence each returned Session object has seen (identity, weak keys). */
   private final ConcurrentMap<Session, Long> seen = new MapMaker().weakKeys().makeMap();
+  /** The engine events of the sessions read last (whole reads fetch only what is new). */
+  private final SessionLogCache logs = new SessionLogCache(MAX_KEPT_SESSIONS);
 
   /** The service over {@code client} (share it with the memory service and the plugin). */
   public ContextEngineSessionService(ContextEngineClient client) {
@@ -154,14 +161,38 @@ public final class ContextEngineSessionService implements BaseSessionService {
                 .ifPresent(t -> request.setAfterTimestamp(AdkConvert.secondsOf(t)));
           }
           try {
-            return remember(client.getSession(request.build()).getSession());
+            if (request.hasNumRecentEvents() || request.hasAfterTimestamp()) {
+              return remember(client.getSession(request.build()).getSession());
+            }
+            return remember(whole(request));
           } catch (ContextEngineException e) {
             if ("SESSION_NOT_FOUND".equals(e.reason()) || noSuchId(e)) {
+              logs.forget(appName, userId, request.getSessionId());
               return null;
             }
             throw e;
           }
         });
+  }
+
+  /** The whole session: the events kept from an earlier read and those appended since. */
+  private dev.contextengine.v1.Session whole(GetSessionRequest.Builder request) {
+    String app = request.getAppName();
+    String user = request.getUserId();
+    String id = request.getSessionId();
+    SessionLogCache.Entry kept = logs.get(app, user, id);
+    if (kept != null) {
+      request.setAfterSequence(kept.lastSequence());
+    }
+    dev.contextengine.v1.Session message = client.getSession(request.build()).getSession();
+    if (kept != null
+        && (message.getCreateTime() != kept.createTime()
+            || message.getLastSequence() < kept.lastSequence())) {
+      // deleted and made again under the same id: read it whole
+      kept = null;
+      message = client.getSession(request.clearAfterSequence().build()).getSession();
+    }
+    return logs.update(app, user, id, message, kept);
   }
 
   @Override
@@ -187,6 +218,7 @@ public final class ContextEngineSessionService implements BaseSessionService {
   public Completable deleteSession(String appName, String userId, String sessionId) {
     return Completable.fromAction(
         () -> {
+          logs.forget(appName, userId, sessionId.trim());
           try {
             client.deleteSession(
                 DeleteSessionRequest.newBuilder()
