@@ -3,6 +3,7 @@ and server-streaming call (the bearer token, the W3C trace context); subclasses 
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -16,9 +17,9 @@ class MetadataInterceptor(
 ):
     """Adds :meth:`pairs` to the metadata of every call (unchanged details when there are none)."""
 
+    @abstractmethod
     def pairs(self) -> Sequence[tuple[str, str]]:
-        """The metadata to add to the next call."""
-        raise NotImplementedError
+        """The metadata to add to the next call (empty: the call goes out as it is)."""
 
     def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
         pairs = self.pairs()
