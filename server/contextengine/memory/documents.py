@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from contextengine.core.context import live_indices
 from contextengine.memory.text import Document, document
+from contextengine.store import SessionKey
 from contextengine.v1 import content_pb2, event_pb2
 
 __all__ = [
@@ -21,8 +23,10 @@ __all__ = [
     "content_text",
     "current_user_text",
     "entry_from_event",
+    "joined_terms",
     "joined_text",
     "live_entries",
+    "stored_columns",
 ]
 
 
@@ -39,6 +43,30 @@ class Entry:
     timestamp: float
     content: content_pb2.Content
     doc: Document
+
+
+def joined_terms(terms: Sequence[str]) -> str:
+    """Terms as one stored column: space-separated with a space at each end (so that a LIKE of
+    ``% term %`` matches whole terms), or one space for none."""
+    return f" {' '.join(terms)} " if terms else " "
+
+
+def stored_columns(key: SessionKey, entry: Entry) -> tuple[Any, ...]:
+    """The columns every memory index stores for an entry, in its tables' order: the session, the
+    event's identity, its serialized content, its words and tokens (:func:`joined_terms`)."""
+    return (
+        key.app_name,
+        key.user_id,
+        key.session_id,
+        entry.sequence,
+        entry.event_id,
+        entry.invocation_id,
+        entry.author,
+        entry.timestamp,
+        entry.content.SerializeToString(deterministic=True),
+        joined_terms(entry.doc.words),
+        joined_terms(entry.doc.tokens),
+    )
 
 
 def content_text(content: content_pb2.Content) -> str:

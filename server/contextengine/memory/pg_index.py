@@ -34,7 +34,7 @@ from typing import Any
 
 import asyncpg
 
-from contextengine.memory.documents import Entry, content_document
+from contextengine.memory.documents import Entry, content_document, joined_terms, stored_columns
 from contextengine.memory.index import Hit, Ranking
 from contextengine.memory.text import TOKENIZER_VERSION, Document, QueryTerm, TermKind
 from contextengine.store import SessionKey
@@ -94,10 +94,6 @@ def terms_query(terms: Sequence[QueryTerm]) -> str:
     return " | ".join(_term_query(term) for term in terms)
 
 
-def _joined(terms: Sequence[str]) -> str:
-    return f" {' '.join(terms)} " if terms else " "
-
-
 def _stored_document(words: str, tokens: str) -> Document:
     return Document(tuple(words.split()), tuple(tokens.split()))
 
@@ -146,23 +142,7 @@ class PostgresMemoryIndex:
 
     async def apply(self, key: SessionKey, remove: Sequence[int], upsert: Sequence[Entry]) -> None:
         doomed = sorted({*remove, *(entry.sequence for entry in upsert)})
-        rows = [
-            (
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                entry.sequence,
-                entry.event_id,
-                entry.invocation_id,
-                entry.author,
-                entry.timestamp,
-                entry.content.SerializeToString(deterministic=True),
-                _joined(entry.doc.words),
-                _joined(entry.doc.tokens),
-                terms_vector(entry.doc),
-            )
-            for entry in upsert
-        ]
+        rows = [(*stored_columns(key, entry), terms_vector(entry.doc)) for entry in upsert]
 
         async def write(conn: asyncpg.Connection) -> None:
             async with conn.transaction():
@@ -288,8 +268,8 @@ async def _retokenize(conn: asyncpg.Connection) -> None:
                         await conn.execute(
                             "UPDATE memory_entries SET words = $1, tokens = $2,"
                             " terms = $3::tsvector WHERE id = $4",
-                            _joined(doc.words),
-                            _joined(doc.tokens),
+                            joined_terms(doc.words),
+                            joined_terms(doc.tokens),
                             terms_vector(doc),
                             row_id,
                         )

@@ -27,7 +27,7 @@ from typing import Any, Literal, get_args
 import aiosqlite
 
 from contextengine.core.errors import ContextEngineError
-from contextengine.memory.documents import Entry, content_document
+from contextengine.memory.documents import Entry, content_document, joined_terms, stored_columns
 from contextengine.memory.index import Hit, Ranking
 from contextengine.memory.text import TOKENIZER_VERSION, Document, QueryTerm, TermKind
 from contextengine.store import SessionKey, WriteTx, connect_sqlite, run_sqlite
@@ -63,10 +63,6 @@ def fts5_available() -> bool:
     finally:
         conn.close()
     return True
-
-
-def _joined(terms: Sequence[str]) -> str:
-    return f" {' '.join(terms)} " if terms else " "
 
 
 def _fts_texts(doc: Document) -> tuple[str, str, str]:
@@ -166,19 +162,7 @@ class SqliteMemoryIndex:
     async def apply(self, key: SessionKey, remove: Sequence[int], upsert: Sequence[Entry]) -> None:
         rows = [
             _Row(
-                (
-                    key.app_name,
-                    key.user_id,
-                    key.session_id,
-                    entry.sequence,
-                    entry.event_id,
-                    entry.invocation_id,
-                    entry.author,
-                    entry.timestamp,
-                    entry.content.SerializeToString(deterministic=True),
-                    _joined(entry.doc.words),
-                    _joined(entry.doc.tokens),
-                ),
+                stored_columns(key, entry),
                 _fts_texts(entry.doc) if self._fts else ("", "", ""),
             )
             for entry in upsert
@@ -264,7 +248,7 @@ def _retokenize(db: sqlite3.Connection) -> bool:
             if doc.empty:
                 dropped.append((row_id,))
             else:
-                updates.append((_joined(doc.words), _joined(doc.tokens), row_id))
+                updates.append((joined_terms(doc.words), joined_terms(doc.tokens), row_id))
         db.executemany("UPDATE memory_entries SET words = ?, tokens = ? WHERE id = ?", updates)
         db.executemany("DELETE FROM memory_entries WHERE id = ?", dropped)
         last = page[-1][0]

@@ -34,16 +34,22 @@ async def _snapshot(conn: asyncpg.Connection) -> AsyncIterator[None]:
         yield
 
 
+async def _whole_session_row(conn: asyncpg.Connection, key: SessionKey) -> asyncpg.Record:
+    """The session's row with every column the StoredSession needs; SESSION_NOT_FOUND when none."""
+    row = await conn.fetchrow(
+        f"SELECT {_SESSION_COLUMNS} {_SESSION_FROM} WHERE {_SESSION_KEY}",
+        key.app_name,
+        key.user_id,
+        key.session_id,
+    )
+    if row is None:
+        raise session_not_found(key.app_name, key.user_id, key.session_id)
+    return row
+
+
 async def get_session(conn: asyncpg.Connection, key: SessionKey, flt: EventFilter) -> StoredSession:
     async with _snapshot(conn):
-        row = await conn.fetchrow(
-            f"SELECT {_SESSION_COLUMNS} {_SESSION_FROM} WHERE {_SESSION_KEY}",
-            key.app_name,
-            key.user_id,
-            key.session_id,
-        )
-        if row is None:
-            raise session_not_found(key.app_name, key.user_id, key.session_id)
+        row = await _whole_session_row(conn, key)
         app_state = await _app_state(conn, key.app_name)
         events = await _filtered_events(conn, row[0], flt)
     return _stored(key.app_name, row, app_state, events)
@@ -208,14 +214,7 @@ async def last_position(conn: asyncpg.Connection) -> int:
 
 async def get_state(conn: asyncpg.Connection, key: SessionKey) -> StateAt:
     async with _snapshot(conn):
-        row = await conn.fetchrow(
-            f"SELECT {_SESSION_COLUMNS} {_SESSION_FROM} WHERE {_SESSION_KEY}",
-            key.app_name,
-            key.user_id,
-            key.session_id,
-        )
-        if row is None:
-            raise session_not_found(key.app_name, key.user_id, key.session_id)
+        row = await _whole_session_row(conn, key)
         app_state = await _app_state(conn, key.app_name)
         position = await last_position(conn)
     return StateAt(state=_stored(key.app_name, row, app_state, []).state, position=position)
