@@ -182,6 +182,7 @@ class BuildContextRequest(_message.Message):
     SKIP_COMPACTION_FIELD_NUMBER: _builtins.int
     PRELOAD_MEMORY_FIELD_NUMBER: _builtins.int
     MEMORY_QUERY_FIELD_NUMBER: _builtins.int
+    SINCE_FIELD_NUMBER: _builtins.int
     SYSTEM_INSTRUCTION_FIELD_NUMBER: _builtins.int
     TOOLS_FIELD_NUMBER: _builtins.int
     TOOL_CONFIG_FIELD_NUMBER: _builtins.int
@@ -241,6 +242,15 @@ class BuildContextRequest(_message.Message):
         """
 
     @_builtins.property
+    def since(self) -> Global___ContextSince:
+        """Contents since: the caller still holds the contents of an earlier answer (reassembled, see
+        `base_contents_count`) and says which. When they are still the first contents of this answer,
+        the answer carries only the contents after them; otherwise (a compaction, a rewind, another
+        agent's view, a sidecar of another version) it carries all of them. Never changes what the
+        contents are, only how many of them are sent. Unset: all of them.
+        """
+
+    @_builtins.property
     def system_instruction(self) -> _content_pb2.Content:
         """Prompt caching (used only when the app has a context_cache_config). What the model request
         holds besides the contents: the fingerprint covers them (and `model.model`), and a cache holds
@@ -277,14 +287,15 @@ class BuildContextRequest(_message.Message):
         skip_compaction: _builtins.bool = ...,
         preload_memory: _builtins.bool = ...,
         memory_query: _builtins.str | None = ...,
+        since: Global___ContextSince | None = ...,
         system_instruction: _content_pb2.Content | None = ...,
         tools: _abc.Iterable[_struct_pb2.Struct] | None = ...,
         tool_config: _struct_pb2.Struct | None = ...,
         invocation_id: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "branch", b"branch", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "user_content", b"user_content"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "branch", b"branch", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "since", b"since", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "user_content", b"user_content"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "agent_name", b"agent_name", "app_name", b"app_name", "branch", b"branch", "include_contents", b"include_contents", "include_thoughts_from_other_agents", b"include_thoughts_from_other_agents", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "preload_memory", b"preload_memory", "session_id", b"session_id", "skip_compaction", b"skip_compaction", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "tools", b"tools", "user_content", b"user_content", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "agent_name", b"agent_name", "app_name", b"app_name", "branch", b"branch", "include_contents", b"include_contents", "include_thoughts_from_other_agents", b"include_thoughts_from_other_agents", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "preload_memory", b"preload_memory", "session_id", b"session_id", "since", b"since", "skip_compaction", b"skip_compaction", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "tools", b"tools", "user_content", b"user_content", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__branch: _TypeAlias = _typing.Literal["branch"]  # noqa: Y015
     _WhichOneofArgType__branch: _TypeAlias = _typing.Literal["_branch", b"_branch"]  # noqa: Y015
@@ -300,6 +311,39 @@ class BuildContextRequest(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__memory_query) -> _WhichOneofReturnType__memory_query | None: ...
 
 Global___BuildContextRequest: _TypeAlias = BuildContextRequest  # noqa: Y015
+
+@_typing.final
+class ContextSince(_message.Message):
+    """What a caller holds of an earlier BuildContext answer: `contents_count` contents whose digest
+    is `contents_digest`.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTENTS_COUNT_FIELD_NUMBER: _builtins.int
+    CONTENTS_DIGEST_FIELD_NUMBER: _builtins.int
+    contents_count: _builtins.int
+    """How many contents the caller holds: the earlier answer's `base_contents_count` plus the size of
+    its `contents`. At least 0 (INVALID_ARGUMENT otherwise).
+    """
+    contents_digest: _builtins.str
+    """The earlier answer's `contents_digest`, as it was sent (at most 128 characters,
+    INVALID_ARGUMENT otherwise). A digest this sidecar does not recognise is not an error: the
+    answer is then a full one.
+    """
+    def __init__(
+        self,
+        *,
+        contents_count: _builtins.int = ...,
+        contents_digest: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["contents_count", b"contents_count", "contents_digest", b"contents_digest"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContextSince: _TypeAlias = ContextSince  # noqa: Y015
 
 @_typing.final
 class TokenEstimate(_message.Message):
@@ -342,6 +386,8 @@ class BuildContextResponse(_message.Message):
     TOKEN_ESTIMATE_FIELD_NUMBER: _builtins.int
     COMPACTION_SEQUENCE_FIELD_NUMBER: _builtins.int
     MEMORY_PRELOAD_FIELD_NUMBER: _builtins.int
+    CONTENTS_DIGEST_FIELD_NUMBER: _builtins.int
+    BASE_CONTENTS_COUNT_FIELD_NUMBER: _builtins.int
     CACHEABLE_CONTENTS_COUNT_FIELD_NUMBER: _builtins.int
     FINGERPRINT_FIELD_NUMBER: _builtins.int
     CACHE_DECISION_FIELD_NUMBER: _builtins.int
@@ -350,6 +396,18 @@ class BuildContextResponse(_message.Message):
     compaction_sequence: _builtins.int
     """Sequence of the summary event this call appended before building (token threshold reached);
     0 when it appended none.
+    """
+    contents_digest: _builtins.str
+    """Digest of this answer's whole contents (the held ones of `since` included), to send back as
+    `since.contents_digest`. Opaque: compare for equality only. Equal digests mean equal
+    contents; sidecars of one version compute equal digests for equal contents.
+    """
+    base_contents_count: _builtins.int
+    """With `since`: how many of the caller's held contents are this answer's first contents;
+    `contents` are only the ones after them, so the whole contents are the first
+    `base_contents_count` held ones followed by `contents`. 0 (always without `since`): `contents`
+    are all of them. `last_sequence`, `token_estimate`, `cacheable_contents_count`, `fingerprint`
+    and `cache_decision` always describe the whole contents.
     """
     cacheable_contents_count: _builtins.int
     """Prompt caching: set only when the app has a context_cache_config.
@@ -389,13 +447,15 @@ class BuildContextResponse(_message.Message):
         token_estimate: Global___TokenEstimate | None = ...,
         compaction_sequence: _builtins.int = ...,
         memory_preload: _memory_pb2.MemoryPreload | None = ...,
+        contents_digest: _builtins.str = ...,
+        base_contents_count: _builtins.int = ...,
         cacheable_contents_count: _builtins.int = ...,
         fingerprint: _builtins.str = ...,
         cache_decision: Global___CacheDecision | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["cache_decision", b"cache_decision", "memory_preload", b"memory_preload", "token_estimate", b"token_estimate"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cache_decision", b"cache_decision", "cacheable_contents_count", b"cacheable_contents_count", "compaction_sequence", b"compaction_sequence", "contents", b"contents", "fingerprint", b"fingerprint", "last_sequence", b"last_sequence", "memory_preload", b"memory_preload", "token_estimate", b"token_estimate"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_contents_count", b"base_contents_count", "cache_decision", b"cache_decision", "cacheable_contents_count", b"cacheable_contents_count", "compaction_sequence", b"compaction_sequence", "contents", b"contents", "contents_digest", b"contents_digest", "fingerprint", b"fingerprint", "last_sequence", b"last_sequence", "memory_preload", b"memory_preload", "token_estimate", b"token_estimate"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
