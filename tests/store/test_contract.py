@@ -498,6 +498,25 @@ async def test_list_sessions(store: EventStore) -> None:
     assert [s.last_sequence for s in listed] == [0, 0, 1, 0]
 
 
+async def test_list_app_names_and_user_ids(store: EventStore) -> None:
+    assert await store.list_app_names(10, None) == []
+    for app, user in [("b", "u2"), ("a", "u1"), ("b", "u1"), ("c", "u3"), ("b", "u2")]:
+        await create(
+            store, SessionKey(app, user, f"s-{len(await store.list_sessions(app, user, 9, None))}")
+        )
+
+    assert await store.list_app_names(10, None) == ["a", "b", "c"]
+    assert await store.list_app_names(2, None) == ["a", "b"]
+    assert await store.list_app_names(10, "a") == ["b", "c"]
+    assert await store.list_app_names(10, "c") == []
+    assert await store.list_app_names(0, None) == []
+    assert await store.list_user_ids("b", 10, None) == ["u1", "u2"]
+    assert await store.list_user_ids("b", 1, "u1") == ["u2"]
+    assert await store.list_user_ids("nope", 10, None) == []
+    await store.delete_session(SessionKey("a", "u1", "s-0"))
+    assert await store.list_app_names(10, None) == ["b", "c"]
+
+
 async def test_list_sessions_paging_and_user_filter(store: EventStore) -> None:
     keys = [SessionKey(APP, user, f"s{n}") for user in ("a", "b", "c") for n in range(3)]
     for key in keys:

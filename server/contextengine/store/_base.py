@@ -203,6 +203,14 @@ class EventStore(Protocol):
         ``list_sessions`` order), strictly after ``after`` = (last_update_time, user_id,
         session_id), at most ``limit``, with merged state and no events."""
 
+    async def list_app_names(self, limit: int, after: str | None) -> list[str]:
+        """The apps that have sessions, in name order, strictly after ``after``, at most
+        ``limit`` (read-only listing for the inspector)."""
+
+    async def list_user_ids(self, app_name: str, limit: int, after: str | None) -> list[str]:
+        """The users of ``app_name`` that have sessions, in id order, strictly after ``after``,
+        at most ``limit``."""
+
     async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state, keys without the ``user:`` prefix; empty when the user has none
         (unknown users included)."""

@@ -293,3 +293,37 @@ def _stored(
         last_sequence=int(last_sequence),
         events=events,
     )
+
+
+# A loose index scan over the sessions' unique (app_name, user_id, session_id) index: one index
+# seek per distinct name instead of reading every session row.
+_APP_NAMES = (
+    "WITH RECURSIVE names(name) AS ("
+    " SELECT (SELECT MIN(app_name) FROM sessions WHERE app_name > $1)"
+    " UNION ALL"
+    " SELECT (SELECT MIN(app_name) FROM sessions WHERE app_name > names.name)"
+    " FROM names WHERE names.name IS NOT NULL"
+    ") SELECT name FROM names WHERE name IS NOT NULL LIMIT $2"
+)
+_USER_IDS = (
+    "WITH RECURSIVE names(name) AS ("
+    " SELECT (SELECT MIN(user_id) FROM sessions WHERE app_name = $1 AND user_id > $2)"
+    " UNION ALL"
+    " SELECT (SELECT MIN(user_id) FROM sessions WHERE app_name = $1 AND user_id > names.name)"
+    " FROM names WHERE names.name IS NOT NULL"
+    ") SELECT name FROM names WHERE name IS NOT NULL LIMIT $3"
+)
+
+
+async def list_app_names(conn: asyncpg.Connection, limit: int, after: str | None) -> list[str]:
+    if limit <= 0:
+        return []
+    return [row[0] for row in await conn.fetch(_APP_NAMES, after or "", limit)]
+
+
+async def list_user_ids(
+    conn: asyncpg.Connection, app_name: str, limit: int, after: str | None
+) -> list[str]:
+    if limit <= 0:
+        return []
+    return [row[0] for row in await conn.fetch(_USER_IDS, app_name, after or "", limit)]

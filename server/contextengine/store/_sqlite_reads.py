@@ -278,3 +278,38 @@ def _stored(
         last_sequence=last_sequence,
         events=events,
     )
+
+
+# A loose index scan over the sessions' unique (app_name, user_id, session_id) index: one index
+# seek per distinct name instead of reading every session row.
+_APP_NAMES = (
+    "WITH RECURSIVE names(name) AS ("
+    " SELECT (SELECT MIN(app_name) FROM sessions WHERE app_name > ?)"
+    " UNION ALL"
+    " SELECT (SELECT MIN(app_name) FROM sessions WHERE app_name > names.name)"
+    " FROM names WHERE names.name IS NOT NULL"
+    ") SELECT name FROM names WHERE name IS NOT NULL LIMIT ?"
+)
+_USER_IDS = (
+    "WITH RECURSIVE names(name) AS ("
+    " SELECT (SELECT MIN(user_id) FROM sessions WHERE app_name = ?1 AND user_id > ?2)"
+    " UNION ALL"
+    " SELECT (SELECT MIN(user_id) FROM sessions WHERE app_name = ?1 AND user_id > names.name)"
+    " FROM names WHERE names.name IS NOT NULL"
+    ") SELECT name FROM names WHERE name IS NOT NULL LIMIT ?3"
+)
+
+
+def list_app_names(db: sqlite3.Connection, *, limit: int, after: str | None) -> list[str]:
+    if limit <= 0:
+        return []
+    return [row[0] for row in db.execute(_APP_NAMES, (after or "", limit)).fetchall()]
+
+
+def list_user_ids(
+    db: sqlite3.Connection, *, app_name: str, limit: int, after: str | None
+) -> list[str]:
+    if limit <= 0:
+        return []
+    rows = db.execute(_USER_IDS, (app_name, after or "", limit)).fetchall()
+    return [row[0] for row in rows]

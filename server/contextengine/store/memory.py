@@ -178,6 +178,22 @@ class MemoryStore:
             for key in (SessionKey(app_name, user, session_id) for _, user, session_id in rows)
         ]
 
+    async def list_app_names(self, limit: int, after: str | None) -> list[str]:
+        self._check_open()
+        names = sorted({k.app_name for k in self._sessions if after is None or k.app_name > after})
+        return names[: max(limit, 0)]
+
+    async def list_user_ids(self, app_name: str, limit: int, after: str | None) -> list[str]:
+        self._check_open()
+        users = sorted(
+            {
+                k.user_id
+                for k in self._sessions
+                if k.app_name == app_name and (after is None or k.user_id > after)
+            }
+        )
+        return users[: max(limit, 0)]
+
     async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         self._check_open()
         return copy.deepcopy(self._user_states.get((app_name, user_id), {}))

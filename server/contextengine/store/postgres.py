@@ -384,6 +384,14 @@ class PostgresStore:
             write=False,
         )
 
+    async def list_app_names(self, limit: int, after: str | None) -> list[str]:
+        return await self._run(lambda conn: reads.list_app_names(conn, limit, after), write=False)
+
+    async def list_user_ids(self, app_name: str, limit: int, after: str | None) -> list[str]:
+        return await self._run(
+            lambda conn: reads.list_user_ids(conn, app_name, limit, after), write=False
+        )
+
     async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         return await self._run(
             lambda conn: reads.get_user_state(conn, app_name, user_id), write=False

@@ -264,6 +264,14 @@ class SqliteStore:
             )
         )
 
+    async def list_app_names(self, limit: int, after: str | None) -> list[str]:
+        return await self._read(partial(reads.list_app_names, limit=limit, after=after))
+
+    async def list_user_ids(self, app_name: str, limit: int, after: str | None) -> list[str]:
+        return await self._read(
+            partial(reads.list_user_ids, app_name=app_name, limit=limit, after=after)
+        )
+
     async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         return await self._read(partial(reads.get_user_state, app_name=app_name, user_id=user_id))
 
