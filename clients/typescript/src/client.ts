@@ -19,6 +19,7 @@ import type { SecureClientSessionOptions } from "node:http2";
 import { clone, create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { ContextView, type ContextViewInit } from "./context_view.js";
 import { ContextEngineError, toContextEngineError } from "./errors.js";
 import {
   type CommitCompactionRequestSchema,
@@ -162,6 +163,7 @@ export type BuildContextOptions = Pick<
   | "tools"
   | "toolConfig"
   | "invocationId"
+  | "since"
 >;
 
 /** Options of one unary call. */
@@ -547,11 +549,24 @@ export class ContextEngineClient {
    *   package exports) and
    *   `cacheDecision`: record its `cacheMetadata` on the model-response event, and send only
    *   `contents.slice(sendFromIndex)` when a cache is used.
+   * - `since` ("contents since"): the count and `contentsDigest` of the whole contents of an
+   *   earlier answer the caller still holds; the answer's `contents` are then only those after
+   *   the first `baseContentsCount` held ones (0: all of them). The answer is returned as sent;
+   *   {@link contextView} keeps the last answer and reassembles for you.
    */
   buildContext(request: BuildContextInit, options?: CallOptions): Promise<BuildContextResponse> {
     const method = "ContextService/BuildContext";
     requireFields(method, request, SESSION);
     return this.call(method, true, options, (o) => this.raw.contexts.buildContext(request, o));
+  }
+
+  /**
+   * A {@link ContextView} of `request` (the session, the agent and the view options): its
+   * `build()` sends `since` with the contents of its last answer and resolves to the whole
+   * contents, while only the new ones cross the wire.
+   */
+  contextView(request: ContextViewInit): ContextView {
+    return new ContextView(this, request);
   }
 
   // Compaction --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ export {
   type StreamOptions,
   type TlsOptions,
 } from "./client.js";
+export { ContextView, type ContextViewInit, reassemble } from "./context_view.js";
 export {
   ContextEngineError,
   type ContextEngineErrorInit,
