@@ -1,5 +1,8 @@
 """The ``contextengine`` command line: ``serve``, ``config show``, ``config check`` and
-``hash-token``.
+``hash-token`` here; the operator's commands against a running sidecar (``sessions``, ``events``,
+``context``, ``compaction``, ``memory``, ``config get|set``) in ``contextengine.console``, a
+click command tree imported only when one of them runs, so that ``serve`` loads neither click,
+rich nor the client (tests/test_startup_imports.py).
 
 ``serve``'s setting flags are not written here: one flag per field of ``ServerSettings``, with the
 field's help text, is derived by :func:`add_setting_flags` (``contextengine.config`` has the
@@ -9,7 +12,6 @@ Besides the settings, the only option is ``--config FILE``, which says where set
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sqlite3
 import sys
@@ -27,7 +29,7 @@ from contextengine.config import (
     settings_fields,
     toml_value,
 )
-from contextengine.server import ServerSettings, serve
+from contextengine.server import ServerSettings, run_server
 from contextengine.store import mask_dsn
 from contextengine.store.sqlite import DatabaseLockedError
 from contextengine.version import __version__
@@ -76,15 +78,48 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
+#: the console's commands (contextengine.console.COMMANDS, repeated here so that listing them in
+#: the help imports nothing), each with its help line
+_CONSOLE_COMMANDS = {
+    "sessions": "list, show or delete sessions of a running sidecar",
+    "events": "list a session's events, or follow them live (tail)",
+    "context": "the context an agent's next model call gets (BuildContext), rendered",
+    "compaction": "a session's compaction status; compact now; expand a summary",
+    "memory": "search a user's memories",
+}
+_CONSOLE_CONFIG_COMMANDS = {
+    "get": "an app's (or a session's) configuration on a running sidecar, as YAML or JSON",
+    "set": "replace an app's (or a session's) configuration from a YAML or JSON file",
+}
+_CONSOLE_EPILOG = (
+    "The operator commands take --target (env CONTEXTENGINE_TARGET), --token / --token-file "
+    "(env CONTEXTENGINE_TOKEN / CONTEXTENGINE_TOKEN_FILE) and TLS options; `contextengine "
+    "COMMAND --help` has each one's."
+)
+
+
+def _console_argv(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` is one of the console's commands (handed to contextengine.console)."""
+    if not argv:
+        return False
+    if argv[0] in _CONSOLE_COMMANDS:
+        return True
+    return argv[0] == "config" and len(argv) > 1 and argv[1] in _CONSOLE_CONFIG_COMMANDS
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="contextengine", description="A context engine for AI agents, as a gRPC sidecar."
+        prog="contextengine",
+        description="A context engine for AI agents, as a gRPC sidecar.",
+        epilog=_CONSOLE_EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"contextengine {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("serve", help="run the sidecar until SIGTERM/SIGINT")
     add_setting_flags(run)
-    config = sub.add_parser("config", help="show or check the configuration")
+    config = sub.add_parser(
+        "config", help="show or check the configuration; get or set an app's on a sidecar"
+    )
     config_sub = config.add_subparsers(dest="config_command", required=True)
     show = config_sub.add_parser(
         "show",
@@ -100,6 +135,8 @@ def _parser() -> argparse.ArgumentParser:
         help="check a configuration file (keys and values), ignoring the environment",
     )
     check.add_argument("file", type=Path, metavar="FILE")
+    for name, text in _CONSOLE_CONFIG_COMMANDS.items():
+        config_sub.add_parser(name, help=text, add_help=False)  # run by contextengine.console
     sub.add_parser(
         "hash-token",
         help="print the SHA-256 of a bearer token read from standard input (for a token file)",
@@ -109,6 +146,8 @@ def _parser() -> argparse.ArgumentParser:
             "takes."
         ),
     )
+    for name, text in _CONSOLE_COMMANDS.items():
+        sub.add_parser(name, help=text, add_help=False)  # run by contextengine.console
     return parser
 
 
@@ -170,7 +209,12 @@ def _hash_token() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if _console_argv(given):
+        from contextengine.console.commands import main as console_main
+
+        return console_main(given)
+    args = parse(given)
     try:
         if args.command == "config":
             return _config_command(args)
@@ -191,7 +235,7 @@ def _serve(settings: ServerSettings) -> int:
     )
     port_file = Path(settings.port_file) if settings.port_file else None
     try:
-        asyncio.run(serve(settings, port_file=port_file))
+        run_server(settings, port_file=port_file)
     except DatabaseLockedError as error:
         # Another sidecar serves this file (``make run`` twice, two replicas on one volume).
         logging.getLogger("contextengine.server").error("not started: %s", error)

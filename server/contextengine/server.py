@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import signal
 from collections.abc import Callable
@@ -102,6 +103,11 @@ class ServerSettings(EngineSettings):
     port_file: str | None = setting(
         None, "`contextengine serve` writes the bound port to this file once it serves"
     )
+    event_loop: Literal["asyncio", "uvloop"] = setting(
+        "asyncio",
+        "the event loop `contextengine serve` runs on: asyncio, or uvloop (the `uvloop` extra; "
+        "docs/design/hot-paths.md, Fan-out, says what it changes)",
+    )
 
     # -- observability: operations port, metrics, traces, logs (docs/design/observability.md)
     ops_listen: str = setting(
@@ -153,6 +159,11 @@ class ServerSettings(EngineSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            raise ValueError(
+                "event_loop uvloop needs the uvloop package, which is not installed: "
+                "pip install 'contextengine[uvloop]' (or event_loop asyncio)"
+            )
         check_edge_settings(
             listen=self.listen,
             tokens=bool(self.auth_tokens_file or self.auth_token),
@@ -361,11 +372,12 @@ class ContextEngineServer:
         await self._apply_health()
         tls = "mtls" if self.settings.tls_client_ca_file else "on"
         _LOG.info(
-            "serving on %s (db=%s, tls=%s, auth=%s)",
+            "serving on %s (db=%s, tls=%s, auth=%s, loop=%s)",
             self.target,
             mask_dsn(self.settings.db),  # a postgresql:// URL may hold a password
             "off" if edge.credentials is None else tls,
             "off" if edge.authorizer is None else "tokens",
+            type(asyncio.get_running_loop()).__module__.partition(".")[0],
         )
 
     def _watch_storage(self, engine: Engine) -> None:
@@ -424,6 +436,17 @@ def _health_of(
     if problem is None:
         return health_pb2.HealthCheckResponse.SERVING
     return health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def run_server(settings: ServerSettings, port_file: Path | None = None) -> None:
+    """Runs ``serve`` on the event loop ``settings.event_loop`` names, until SIGTERM or SIGINT
+    (what ``contextengine serve`` does)."""
+    if settings.event_loop == "uvloop":
+        import uvloop  # the `uvloop` extra; ServerSettings checked that it is installed
+
+        uvloop.run(serve(settings, port_file=port_file))
+    else:
+        asyncio.run(serve(settings, port_file=port_file))
 
 
 async def serve(settings: ServerSettings, port_file: Path | None = None) -> None:
