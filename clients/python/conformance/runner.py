@@ -187,6 +187,7 @@ RPCS: dict[str, Rpc] = {
             "tool_config",
             "invocation_id",
             "skip_compaction",
+            "since",
         ),
         lambda c, r, _t: c.build_context(
             r.app_name,
@@ -206,6 +207,7 @@ RPCS: dict[str, Rpc] = {
             tool_config=_json(r.tool_config) if r.HasField("tool_config") else None,
             invocation_id=r.invocation_id,
             skip_compaction=r.skip_compaction,
+            since=_opt(r, "since"),
         ),
     ),
     "MemoryService/AddSessionToMemory": Rpc(

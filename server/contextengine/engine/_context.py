@@ -6,6 +6,11 @@ give (one per session and options, in a bounded LRU), and adds the memory preloa
 prompt-cache fields. It answers with a :class:`ContextResult`: the response's wire bytes, made
 of the view's cached encoded contents and the rest of the response in one join (the hot path:
 the contents are never re-encoded), with typed accessors for the fields beside the contents.
+
+Contents since: the view keeps the chain digest of each prefix of its contents and where each
+content starts in its encoded body, so an answer to a caller that still holds the first k
+contents (``since``, checked against the digest of the view's first k) is the slice of the
+body after them plus the same remaining fields; any other ``since`` gets the full answer.
 """
 
 from __future__ import annotations
@@ -65,8 +70,10 @@ class ContextResult:
 
     _encoded: bytes = field(repr=False)
     _tail: pb.BuildContextResponse = field(repr=False)
-    #: how many contents the response holds
+    #: how many contents the response holds (after the ``base_contents_count`` held ones)
     contents_count: int
+    #: how many of the caller's held contents (``since``) come first (0: a full answer)
+    base_contents_count: int = 0
 
     def encoded(self) -> bytes:
         """The ``BuildContextResponse`` wire bytes (what the gRPC handler sends as they are)."""
@@ -80,6 +87,11 @@ class ContextResult:
     def last_sequence(self) -> int:
         """The sequence of the last event the contents cover (0: an empty log)."""
         return self._tail.last_sequence
+
+    @property
+    def contents_digest(self) -> str:
+        """The digest of the whole contents (held ones included), for a later ``since``."""
+        return self._tail.contents_digest
 
     @property
     def token_estimate(self) -> int:
@@ -145,6 +157,41 @@ def _check_options(request: pb.BuildContextRequest) -> None:
             "model.provider",
             f"model.provider {request.model.provider} is not a known value",
         )
+    if request.HasField("since"):
+        _check_since(request.since)
+
+
+#: longest ``since.contents_digest`` accepted (ours are 64 hex digits)
+_MAX_DIGEST_CHARS = 128
+
+
+def _check_since(since: pb.ContextSince) -> None:
+    """INVALID_ARGUMENT for a negative count or an over-long digest."""
+    if since.contents_count < 0:
+        raise invalid(
+            "INVALID_ARGUMENT",
+            "since.contents_count",
+            f"since.contents_count {since.contents_count} is negative",
+        )
+    if len(since.contents_digest) > _MAX_DIGEST_CHARS:
+        raise invalid(
+            "INVALID_ARGUMENT",
+            "since.contents_digest",
+            f"since.contents_digest has {len(since.contents_digest)} characters, "
+            f"at most {_MAX_DIGEST_CHARS} are allowed",
+        )
+
+
+def _since_base(request: pb.BuildContextRequest, view: View, content_count: int) -> int:
+    """How many leading contents the caller already holds, by ``since`` (0: send them all):
+    its count, when the view's first that many contents have its digest."""
+    if not request.HasField("since"):
+        return 0
+    since = request.since
+    count = since.contents_count
+    if 0 < count <= content_count and view.digests[count].hex() == since.contents_digest:
+        return count
+    return 0
 
 
 def _set_cache_fields(tail: pb.BuildContextResponse, fields: PromptCacheFields) -> None:
@@ -223,15 +270,18 @@ class ContextBuilder:
         # ``log.events`` is the cache's own list, which other calls may have extended since it
         # was read: the view covers all of it as it is now.
         events = log.events
-        view = self._view(key, options, events, log.generation, log.items)
+        view = self._view(key, options, events, log.generation, log.items, log.counter)
         # A later call with the same options extends this view in place, maybe while this one
         # awaits the memory search or the cache service below: answer with what it holds now
-        # (contents and body only ever grow at their end).
+        # (contents, body, offsets and digests only ever grow at their end).
         event_count, content_count, body_size = view.event_count, len(view.contents), len(view.body)
+        base = _since_base(request, view, content_count)
         tail = pb.BuildContextResponse(
             last_sequence=events[event_count - 1].sequence if event_count else 0,
             token_estimate=pb.TokenEstimate(tokens=view.total_tokens, counter=self._counter.name),
             compaction_sequence=compaction_sequence,
+            contents_digest=view.digests[content_count].hex(),
+            base_contents_count=base,
         )
         if request.preload_memory:
             tail.memory_preload.CopyFrom(await preload_proto(self._memory, key, request, events))
@@ -244,9 +294,11 @@ class ContextBuilder:
                 log.generation,
             )
             _set_cache_fields(tail, fields)
-        # Fields may come in any order: the cached encoded contents, then the rest (one copy).
-        encoded = b"".join((memoryview(view.body)[:body_size], tail.SerializeToString()))
-        return ContextResult(encoded, tail, content_count)
+        # Fields may come in any order: the cached encoded contents (those after the held ones),
+        # then the rest (one copy).
+        body = memoryview(view.body)[view.offsets[base] : body_size]
+        encoded = b"".join((body, tail.SerializeToString()))
+        return ContextResult(encoded, tail, content_count - base, base)
 
     async def _prepare_caching(
         self, request: pb.BuildContextRequest, options: ContextOptions
@@ -262,7 +314,8 @@ class ContextBuilder:
     def _contents_chars(self, key: SessionKey, log: SessionLog, options: ContextOptions) -> int:
         """The characters of the contents ``options`` give over ``log``, from the cached view
         (extended, not rebuilt; the same view the build then uses when the options match)."""
-        return self._view(key, options, log.events, log.generation, log.items).total_chars
+        view = self._view(key, options, log.events, log.generation, log.items, log.counter)
+        return view.total_chars
 
     def _view(
         self,
@@ -271,14 +324,19 @@ class ContextBuilder:
         events: Sequence[event_pb2.Event],
         generation: int,
         items: Sequence[Item] | None = None,
+        counter: TokenCounter | None = None,
     ) -> View:
-        """The (cached, extended or rebuilt) view of ``events``."""
+        """The (cached, extended or rebuilt) view of ``events``, counting tokens with
+        ``counter`` (the session's, which remembers its contents' counts) or else the
+        builder's."""
         user_content = (
             b"" if options.user_content is None else options.user_content.SerializeToString()
         )
         cache_key = (key, replace(options, user_content=None), user_content)
         cached = self._views.pop(cache_key)
         previous = cached[1] if cached is not None and cached[0] == generation else None
-        view = materialize(events, options, self._counter, previous, items)
+        view = materialize(
+            events, options, counter if counter is not None else self._counter, previous, items
+        )
         self._views.put(cache_key, (generation, view))
         return view

@@ -24,7 +24,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from contextengine.client import ContextEngineClient
 from contextengine.core.adk_json import event_to_adk_json
 from contextengine.core.context import ContextOptions, IncludeContents, build_contents
-from contextengine.core.context.incremental import View, encode_contents_field, materialize
+from contextengine.core.context.incremental import (
+    CONTENTS_DIGEST_SEED,
+    View,
+    chain_digest,
+    encode_contents_field,
+    materialize,
+)
 from contextengine.core.tokens import CharsPerFourCounter, content_chars
 from contextengine.v1 import content_pb2, event_pb2
 from tests.core.context.adk_compare import adk_as_json, adk_options, as_json, run_adk, to_proto
@@ -53,6 +59,12 @@ def _check_growth(
         full = build_contents(prefix, options)
         assert view.contents == full, f"differs after {cut} events ({view.mode})"
         assert bytes(view.body) == b"".join(encode_contents_field(c) for c in full)
+        encoded = [encode_contents_field(c) for c in full]
+        assert view.offsets == [sum(len(e) for e in encoded[:i]) for i in range(len(full) + 1)]
+        digests = [CONTENTS_DIGEST_SEED]
+        for entry in encoded:
+            digests.append(chain_digest(digests[-1], entry))
+        assert view.digests == digests
         assert view.tokens == [COUNTER.count_content(c) for c in full]
         assert view.total_tokens == sum(view.tokens)
         assert view.total_chars == sum(content_chars(c) for c in full)

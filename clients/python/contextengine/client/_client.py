@@ -413,6 +413,7 @@ class ContextEngineClient:
         tool_config: Mapping[str, Any] | None = None,
         invocation_id: str = "",
         skip_compaction: bool = False,
+        since: cpb.ContextSince | None = None,
     ) -> cpb.BuildContextResponse:
         """The model contents for ``agent_name``'s next model call. ``preload_memory`` also
         recalls the user's memories for the current message (or ``memory_query``) into
@@ -420,7 +421,10 @@ class ContextEngineClient:
         (google-genai ``Tool`` JSON objects) and ``tool_config`` are what the fingerprint covers
         besides the contents, and ``invocation_id`` is the current invocation (the response's
         ``cache_decision`` says what to do about the cache). ``skip_compaction`` builds without
-        running the token-threshold compaction first."""
+        running the token-threshold compaction first. ``since`` (the count and digest of
+        contents held from an earlier answer) asks for only the contents after them when they
+        are still the first ones: the raw answer is returned, ``base_contents_count`` says how
+        many held ones come first (0: all are in ``contents``)."""
         request = cpb.BuildContextRequest(
             app_name=app_name,
             user_id=user_id,
@@ -448,6 +452,8 @@ class ContextEngineClient:
             request.tool_config.CopyFrom(_struct(tool_config))
         request.invocation_id = invocation_id
         request.skip_compaction = skip_compaction
+        if since is not None:
+            request.since.CopyFrom(since)
         return await self._call(
             lambda t: self._contexts.BuildContext(request, timeout=t), _RETRYABLE
         )

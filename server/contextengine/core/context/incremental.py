@@ -29,6 +29,7 @@ random steps, that extending always equals rebuilding.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,10 +43,14 @@ from contextengine.core.context._model import (
 from contextengine.core.context._options import ContextOptions, IncludeContents
 from contextengine.core.context._pipeline import build_contents_tail
 from contextengine.core.context._rewind import live_indices
-from contextengine.core.tokens import TokenCounter, content_chars
+from contextengine.core.tokens import TokenCounter
 from contextengine.v1 import content_pb2, event_pb2
 
 _CONTENTS_FIELD_TAG = b"\x0a"  # field 1 (contents), wire type 2, of BuildContextResponse
+
+#: the chain digest of no contents: d_0. A change of the serialization or of the chain must
+#: change this seed, so that digests of another version never match (the answer is then full).
+CONTENTS_DIGEST_SEED = hashlib.blake2b(b"contextengine.contents-digest.v1", digest_size=32).digest()
 
 
 def _varint(value: int) -> bytes:
@@ -61,9 +66,19 @@ def _varint(value: int) -> bytes:
 
 
 def encode_contents_field(content: content_pb2.Content) -> bytes:
-    """``content`` encoded as one ``contents`` entry of a BuildContextResponse."""
-    body = content.SerializeToString()
+    """``content`` encoded as one ``contents`` entry of a BuildContextResponse, deterministically
+    (map entries, e.g. of function arguments, sorted by key): equal contents give equal bytes in
+    every sidecar, which is what :func:`chain_digest` relies on."""
+    body = content.SerializeToString(deterministic=True)
     return _CONTENTS_FIELD_TAG + _varint(len(body)) + body
+
+
+def chain_digest(previous: bytes, encoded: bytes) -> bytes:
+    """d_i = H(d_(i-1) || the encoded ``contents`` entry i): the digest of the first i contents
+    (H is BLAKE2b-256; d_0 is :data:`CONTENTS_DIGEST_SEED`)."""
+    digest = hashlib.blake2b(previous, digest_size=32)
+    digest.update(encoded)
+    return digest.digest()
 
 
 @dataclass
@@ -150,15 +165,26 @@ class View:
     total_chars: int = 0
     #: how this view was produced last: "full" or "extended"
     mode: str = "full"
+    #: ``offsets[i]``: where content i starts in ``body`` (one more entry than ``contents``: the
+    #: last is ``len(body)``), so the contents after the first k are ``body[offsets[k]:]``
+    offsets: list[int] = field(default_factory=lambda: [0])
+    #: ``digests[i]``: the chain digest of the first i contents (``digests[0]`` is the seed);
+    #: each is computed once, when the view gets the content
+    digests: list[bytes] = field(default_factory=lambda: [CONTENTS_DIGEST_SEED])
 
     def append(self, contents: Sequence[content_pb2.Content], counter: TokenCounter) -> None:
-        counts = counter.count_contents(contents)
-        for content, tokens in zip(contents, counts, strict=True):
+        measures = counter.measure_contents(contents)
+        digest = self.digests[-1]
+        for content, (tokens, chars) in zip(contents, measures, strict=True):
             self.contents.append(content)
-            self.body += encode_contents_field(content)
+            encoded = encode_contents_field(content)
+            self.body += encoded
+            self.offsets.append(len(self.body))
+            digest = chain_digest(digest, encoded)
+            self.digests.append(digest)
             self.tokens.append(tokens)
             self.total_tokens += tokens
-            self.total_chars += content_chars(content)
+            self.total_chars += chars
 
 
 def _can_extend(view: View, new: Sequence[event_pb2.Event], new_items: Sequence[Item]) -> bool:
