@@ -101,7 +101,7 @@ LAYERS = (
     Layer(
         "cli",
         (),
-        ("root", "server", "auth", "observability", "service", "engine", *_BELOW_ENGINE),
+        ("root", "server", "auth", "observability", "service", "engine", "console", *_BELOW_ENGINE),
         modules=(
             f"{PACKAGE}.cli",
             f"{PACKAGE}.config",
@@ -112,13 +112,17 @@ LAYERS = (
     # the client distribution (clients/python): its package, and the programs beside it that are
     # not in the package (its conformance runner)
     Layer("client", (f"{PACKAGE}.client", "clients.python"), ()),
+    # the operator's CLI (contextengine sessions|events|context|...; docs/design/console.md): a
+    # client of the sidecar, so the public client only (and the generated stubs)
+    Layer("console", (f"{PACKAGE}.console",), ("client",)),
     # the ADK drop-ins' embedded backend: the one module of contextengine.adk over the engine
     Layer("adk.embedded", (), ("client", "engine", "core"), modules=(f"{PACKAGE}.adk._embedded",)),
     # the ADK drop-ins (clients/adk_python): the public client, and the engine only through
     # their embedded backend
     Layer("adk", (f"{PACKAGE}.adk",), ("client", "adk.embedded")),
-    # the README's programs: what a user writes, so only the public client, engine and ADK drop-ins
-    Layer("examples", ("examples",), ("client", "engine", "adk")),
+    # the README's programs: what a user writes, so only the public client, engine and ADK
+    # drop-ins; the demo prints with the console's renderer
+    Layer("examples", ("examples",), ("client", "engine", "adk", "console")),
 )
 LAYER_NAMES = frozenset(layer.name for layer in LAYERS)
 #: the layers that may speak gRPC (the edge, the client, and the generated stubs themselves)

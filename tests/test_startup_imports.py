@@ -55,6 +55,31 @@ def test_serve_help_loads_no_genai_adk_or_demo() -> None:
     assert _loaded_after(code) == []
 
 
+#: what the operator console (contextengine.console) loads, which ``serve`` must not
+CONSOLE_ONLY = ("rich", "click", "contextengine.console", "contextengine.client")
+
+
+def test_serve_help_loads_neither_the_console_nor_rich_click_or_the_client() -> None:
+    code = """
+    from contextengine.cli import main
+    try:
+        main(["serve", "--help"])
+    except SystemExit as exit:
+        assert exit.code == 0, exit.code
+    """
+    assert _loaded_after(code, CONSOLE_ONLY) == []
+
+
+def test_a_console_command_loads_no_server_module() -> None:
+    """``contextengine sessions ...`` is a client: the settings, transport and engine stay out."""
+    code = """
+    from contextengine.cli import main
+    assert main(["sessions", "list", "--help"]) == 0
+    """
+    server = ("contextengine.server", "contextengine.config", "contextengine.engine", "pydantic")
+    assert _loaded_after(code, server) == []
+
+
 def test_the_modules_that_use_genai_import_it_on_first_use_only() -> None:
     code = """
     import contextengine.compaction.summarizers.factory

@@ -13,31 +13,27 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from contextengine.auth import hash_token
-from contextengine.config import (
-    CONFIG_ENV,
-    Config,
-    ConfigError,
-    Setting,
-    load,
-    mask,
-    settings_fields,
-    toml_value,
-)
-from contextengine.server import ServerSettings, run_server
-from contextengine.store import mask_dsn
-from contextengine.store.sqlite import DatabaseLockedError
 from contextengine.version import __version__
 
-_PRECEDENCE = (
-    "Each setting is taken from, highest first: its flag, its CONTEXTENGINE_<NAME> environment "
-    f"variable, the TOML file of --config (or {CONFIG_ENV}), its default."
-)
+# The server's modules (settings, the transport, the stores) are imported by the functions that
+# use them: the console's commands (contextengine.console) never load them.
+if TYPE_CHECKING:
+    from contextengine.config import Config, Setting
+    from contextengine.server import ServerSettings
+
+
+def _precedence() -> str:
+    from contextengine.config import CONFIG_ENV
+
+    return (
+        "Each setting is taken from, highest first: its flag, its CONTEXTENGINE_<NAME> "
+        f"environment variable, the TOML file of --config (or {CONFIG_ENV}), its default."
+    )
 
 
 def _flag_help(item: Setting) -> str:
@@ -50,6 +46,8 @@ def _flag_help(item: Setting) -> str:
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per setting (only the flags given end up in the namespace, under the setting's
     name), and ``--config``."""
+    from contextengine.config import CONFIG_ENV, settings_fields
+
     parser.add_argument(
         "--config",
         type=Path,
@@ -57,7 +55,7 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"TOML configuration file, flat keys named as the settings (env {CONFIG_ENV})",
     )
-    group = parser.add_argument_group("settings", _PRECEDENCE)
+    group = parser.add_argument_group("settings", _precedence())
     for item in settings_fields():
         if item.is_bool:
             group.add_argument(
@@ -157,11 +155,15 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _flags_given(args: argparse.Namespace) -> dict[str, object]:
+    from contextengine.config import settings_fields
+
     return {item.name: getattr(args, item.name) for item in settings_fields() if item.name in args}
 
 
 def load_config(args: argparse.Namespace) -> Config:
     """The configuration of ``serve`` / ``config show``: flags, environment, file, defaults."""
+    from contextengine.config import load
+
     return load(_flags_given(args), config_file=args.config)
 
 
@@ -172,6 +174,8 @@ def serve_settings(args: argparse.Namespace) -> ServerSettings:
 
 
 def _show(config: Config) -> str:
+    from contextengine.config import mask, toml_value
+
     lines = [
         "# the effective configuration of `contextengine serve`: flags > CONTEXTENGINE_ "
         "environment > file > defaults",
@@ -190,6 +194,8 @@ def _show(config: Config) -> str:
 
 
 def _config_command(args: argparse.Namespace) -> int:
+    from contextengine.config import load
+
     if args.config_command == "show":
         sys.stdout.write(_show(load_config(args)))
         return 0
@@ -200,6 +206,8 @@ def _config_command(args: argparse.Namespace) -> int:
 
 
 def _hash_token() -> int:
+    from contextengine.auth import hash_token
+
     token = sys.stdin.readline().strip()
     if not token:
         print("no token on standard input", file=sys.stderr)
@@ -214,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextengine.console.commands import main as console_main
 
         return console_main(given)
+    from contextengine.config import ConfigError
+
     args = parse(given)
     try:
         if args.command == "config":
@@ -228,6 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(settings: ServerSettings) -> int:
+    import sqlite3
+
+    from contextengine.server import run_server
+    from contextengine.store import mask_dsn
+    from contextengine.store.sqlite import DatabaseLockedError
+
     logging.basicConfig(
         level=getattr(logging, settings.log_level),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",

@@ -1,5 +1,7 @@
 """``examples/python/demo/demo.py`` runs offline and shows compaction at work: summaries appear in
-the contexts it prints and the last one is expanded back into the events it replaced.
+the contexts it prints (with the operator CLI's renderer, ``contextengine.console.render``) and the
+last one is expanded back into the events it replaced; at the end it prints the CLI commands that
+look at its session, and they work.
 
 Each test runs the example as a user would (``python examples/python/demo/demo.py ...``, a child
 process), with its own ``contextengine serve`` or against a sidecar the test started.
@@ -73,7 +75,7 @@ async def _run_demo(*args: str, env: Mapping[str, str] | None = None) -> str:
 
 def _summaries(text: str) -> list[tuple[int, int, int]]:
     """(sequence, first replaced, last replaced) of every summary the demo reported."""
-    found = re.findall(r"★ summary #(\d+) appended .*: replaces events #(\d+)-#(\d+)", text)
+    found = re.findall(r"★ summary #(\d+) \(appended .*\): replaces events #(\d+)-#(\d+)", text)
     return [(int(seq), int(start), int(end)) for seq, start, end in found]
 
 
@@ -89,12 +91,18 @@ def _check_output(text: str) -> None:
     assert summaries, text
     # every summary's text is printed under it, and the contexts afterwards start with it
     assert "│ User requests:" in text
-    assert re.search(r"context for model call 1: \d+ contents.*\n    model \| User requests:", text)
+    # the header, the column line, then content 0: the summary, with the range it covers
+    assert re.search(
+        r"context for model call 1: \d+ contents.*\n.*\n +0  model  summary #\d+ +\d+  "
+        r"User requests:.*\n +↳ covers events #\d+-#\d+, ",
+        text,
+    )
     last = summaries[-1][0]
     expansion = re.search(rf"ExpandSummary\(#{last}\): (\d+) raw events", text)
     assert expansion is not None, text
     assert int(expansion.group(1)) > 0
     assert re.search(r"\n    #\d+ +user +\| ", text)
+    assert re.search(rf"compaction expand travel-demo traveller [0-9a-f-]{{36}} {last}\b", text)
 
 
 async def test_sliding_window_demo_with_its_own_sidecar() -> None:
@@ -128,9 +136,31 @@ async def test_token_threshold_demo_with_its_own_sidecar() -> None:
 async def test_demo_against_the_sidecar_in_contextengine_target(tmp_path: Path) -> None:
     async with start_local_server(str(tmp_path / "ce.db")) as server:
         text = await _run_demo("--invocations", "7", env={"CONTEXTENGINE_TARGET": server.target})
+        # the CLI command the demo printed shows the session's context
+        printed = re.search(r"\n  contextengine (context .*)\n", text)
+        assert printed is not None, text
+        shown = await _run_cli(printed.group(1).split())
     assert f"server: {server.target}" in text
     _check_output(text)
     assert text.count("── invocation ") == 7
+    assert f"--target {server.target}" in printed.group(1)
+    assert re.search(r"\n +0  model  summary #\d+ ", shown), shown
+
+
+async def _run_cli(argv: list[str]) -> str:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "contextengine",
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("CONTEXTENGINE_")},
+        cwd=ROOT,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, stderr.decode()
+    return stdout.decode()
 
 
 async def test_demo_rejects_contradictory_options() -> None:

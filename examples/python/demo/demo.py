@@ -14,7 +14,10 @@ as a real model's usage metadata would. After each invocation it calls EndInvoca
 run.
 
 It prints, per invocation, the context the agent would send (one line per content), every summary
-as it appears (its range and text), and at the end what the last summary replaced (ExpandSummary).
+as it appears (its range and text), and at the end what the last summary replaced (ExpandSummary),
+with the renderer of the operator CLI (``contextengine.console.render``: the same lines as
+``contextengine context`` and ``contextengine compaction expand``), and the CLI commands that
+look at the session it made.
 
 Compaction is the app's: a sliding window (``compaction_interval=3``, ``overlap_size=1``) or a
 token threshold with a retained tail. Summaries come from the offline extractive summarizer,
@@ -43,6 +46,8 @@ from google.protobuf import struct_pb2
 from travel_script import turn_for
 
 from contextengine.client import ContextEngineClient
+from contextengine.console import render
+from contextengine.console.output import make_console
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     config_pb2,
@@ -75,11 +80,10 @@ POLL_SECONDS = 0.01
 #: how long the sidecar the demo starts may take to bind its port
 SIDECAR_START_SECONDS = 30.0
 
-LINE_CHARS = 70
-SUMMARY_LINES = 12
+#: the width of the demo's lines when its output is not a terminal (piped, in tests)
+PIPED_WIDTH = 120
 
-
-# Rendering ----------------------------------------------------------------------------------
+_clip = render.clip
 
 
 def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
@@ -88,57 +92,8 @@ def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
     return out
 
 
-def _plain(value: Any) -> Any:
-    """A Struct value as plain data, keys sorted at every depth (a Struct does not keep the order
-    its keys were written in) and integral numbers as ints (a Struct holds every number as a
-    float), so the lines printed are stable and read as the script was written."""
-    if isinstance(value, struct_pb2.Struct):
-        return {key: _plain(value[key]) for key in sorted(value.keys())}
-    if isinstance(value, struct_pb2.ListValue):
-        return [_plain(item) for item in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _clip(text: str, width: int = LINE_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def _args(struct: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={value!r}" for key, value in struct.items())
-
-
-def describe_content(content: content_pb2.Content) -> str:
-    """One line for a content: its role and the first characters of what it says."""
-    return f"{content.role or '?':<5} | {_content_text(content)}"
-
-
-def _content_text(content: content_pb2.Content) -> str:
-    pieces: list[str] = []
-    for part in content.parts:
-        if part.text:
-            pieces.append(part.text)
-        if part.HasField("function_call"):
-            call = part.function_call
-            pieces.append(f"{call.name}({_args(_plain(call.args))})")
-        if part.HasField("function_response"):
-            response = part.function_response
-            pieces.append(f"{response.name} -> {_plain(response.response)}")
-    return _clip(" / ".join(pieces))
-
-
-def _summary_text(event: event_pb2.Event) -> str:
-    return "\n".join(
-        part.text for part in event.actions.compaction.compacted_content.parts if part.text
-    )
-
-
-def _event_line(event: event_pb2.Event) -> str:
-    if event.actions.HasField("compaction"):
-        return f"#{event.sequence:<3} {'(summary)':<12} | {_clip(_summary_text(event))}"
-    return f"#{event.sequence:<3} {event.author:<12} | {_content_text(event.content)}"
 
 
 # The session --------------------------------------------------------------------------------
@@ -181,6 +136,7 @@ class _Demo:
         self.result = DemoResult(session_id=session_id)
         self.seen = 0
         self.failures = 0
+        self.console = make_console(out, width=None if out.isatty() else PIPED_WIDTH)
 
     def say(self, line: str = "") -> None:
         print(line, file=self.out)
@@ -201,12 +157,10 @@ class _Demo:
             )
             await self.collect_summaries(f"in-flow, before model call {call}")
         if show:
-            self.say(
-                f"  context for model call {call}: {len(context.contents)} contents, "
-                f"~{tokens} tokens ({context.token_estimate.counter})"
+            events = [e async for e in self.client.list_events(APP, USER, self.session_id)]
+            self.console.print(
+                render.context_view(context, events, title=f"context for model call {call}")
             )
-            for content in context.contents:
-                self.say(f"    {describe_content(content)}")
         elif call > 1:
             self.say(f"  model call {call}: {len(context.contents)} contents, ~{tokens} tokens")
         return tokens + SYSTEM_PROMPT_TOKENS
@@ -298,16 +252,7 @@ class _Demo:
             if not event.actions.HasField("compaction"):
                 continue
             self.result.summaries.append(event)
-            compaction = event.actions.compaction
-            self.say(
-                f"  ★ summary #{event.sequence} appended ({when}): replaces events "
-                f"#{compaction.start_sequence}-#{compaction.end_sequence}"
-            )
-            lines = _summary_text(event).splitlines()
-            for line in lines[:SUMMARY_LINES]:
-                self.say(f"    │ {_clip(line, 96)}")
-            if len(lines) > SUMMARY_LINES:
-                self.say(f"    │ … ({len(lines) - SUMMARY_LINES} more lines)")
+            self.console.print(render.summary_view(event, f"appended {when}"))
 
     async def expand_last(self) -> None:
         if not self.result.summaries:
@@ -316,14 +261,7 @@ class _Demo:
         last = self.result.summaries[-1]
         expansion = await self.client.expand_summary(APP, USER, self.session_id, last.sequence)
         self.result.expansion = expansion
-        self.say(
-            f"ExpandSummary(#{last.sequence}): {len(expansion.events)} raw events and "
-            f"{len(expansion.subsumed_summaries)} earlier summaries it replaces"
-        )
-        for event in expansion.events:
-            self.say(f"    {_event_line(event)}")
-        for event in expansion.subsumed_summaries:
-            self.say(f"    subsumes {_event_line(event)}")
+        self.console.print(render.expansion_view(expansion))
 
 
 def _compaction_config(mode: str) -> config_pb2.EventsCompactionConfig:
@@ -473,7 +411,32 @@ async def run_demo(
                 f"max {max(tokens)}, last {tokens[-1]}",
                 file=stream,
             )
+        _cli_hints(stream, address, session.id, demo.result, own=target is None)
         return demo.result
+
+
+def _cli_hints(out: TextIO, target: str, session_id: str, result: DemoResult, own: bool) -> None:
+    """The operator CLI's commands that look at the session the demo made."""
+    where = f" --target {target}" if target != DEFAULT_TARGET else ""
+    ids = f"{APP} {USER} {session_id}"
+    print("\nlook at this session with the CLI (contextengine --help):", file=out)
+    commands = [
+        f"contextengine events list {ids}{where}",
+        f"contextengine context {ids} --agent {AGENT}{where}",
+        f"contextengine compaction status {ids}{where}",
+    ]
+    if result.summaries:
+        commands.append(
+            f"contextengine compaction expand {ids} {result.summaries[-1].sequence}{where}"
+        )
+    for command in commands:
+        print(f"  {command}", file=out)
+    if own:
+        print(
+            "  (the sidecar this demo started stops with it: start one with `make run`, then "
+            "run the demo again, to keep the session)",
+            file=out,
+        )
 
 
 # The command --------------------------------------------------------------------------------
