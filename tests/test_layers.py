@@ -92,10 +92,17 @@ LAYERS = (
         (f"{PACKAGE}.observability",),
         ("root", "service", "engine", *_BELOW_ENGINE),
     ),
+    # the read-only session inspector in the browser (issue #21): JSON views and server-sent
+    # events over the engine, served on the operations port, authorized by auth's table
+    Layer(
+        "inspector",
+        (f"{PACKAGE}.inspector",),
+        ("observability", "service", "auth", "engine", *_BELOW_ENGINE),
+    ),
     Layer(
         "server",
         (),
-        ("auth", "observability", "service", "engine", *_BELOW_ENGINE),
+        ("inspector", "auth", "observability", "service", "engine", *_BELOW_ENGINE),
         modules=(f"{PACKAGE}.server",),
     ),
     Layer(

@@ -22,12 +22,14 @@ from contextengine.auth import (
     apply_socket_permissions,
     build_edge,
     check_edge_settings,
+    is_local_address,
     socket_umask,
 )
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.setting import setting
 from contextengine.engine import DEFAULT_DB, MEMORY_DB, Engine, EngineSettings, open_engine
+from contextengine.inspector import PREFIX as INSPECTOR_PREFIX, Inspector
 from contextengine.memory.service import MemoryService
 from contextengine.observability import LogFormat, Observability, use_log_format
 from contextengine.prompt_cache.service import PromptCache
@@ -126,6 +128,11 @@ class ServerSettings(EngineSettings):
     log_format: LogFormat = setting(
         "text", "text, or json: one JSON object per line (RPC lines with app, session, trace id)"
     )
+    inspector: bool = setting(
+        False,
+        "serve the read-only session inspector at http://<ops_listen>/inspector/ (needs "
+        "ops_listen; with tokens configured its API needs a token, as the gRPC API does)",
+    )
 
     # -- the edge: tokens, TLS, unix socket permissions (contextengine.auth, docs/security.md)
     auth_tokens_file: str = setting(
@@ -176,6 +183,8 @@ class ServerSettings(EngineSettings):
         )
         if self.auth_tokens_file or self.auth_token or self.tls_cert_file:
             self.edge()  # unreadable or malformed token and certificate files fail here
+        if self.inspector:
+            _check_inspector(self)
 
     def edge(self) -> Edge:
         """The API port's security from these settings (reads the token and certificate
@@ -313,6 +322,8 @@ class ContextEngineServer:
             raise
         self._engine = engine
         observability.watch(engine)
+        if self.settings.inspector:
+            observability.mount(INSPECTOR_PREFIX, Inspector(engine, self._edge.authorizer).handle)
         limit = self.settings.max_request_bytes
         server = grpc.aio.server(
             options=[
@@ -428,6 +439,23 @@ class ContextEngineServer:
     async def wait_for_termination(self) -> None:
         if self._server is not None:
             await self._server.wait_for_termination()
+
+
+def _check_inspector(settings: ServerSettings) -> None:
+    """The inspector is served on the operations port, and shows every session it can read: it
+    needs ``ops_listen``, and off loopback tokens (or ``insecure``), as the API port does."""
+    if not settings.ops_listen:
+        raise ValueError(
+            "inspector needs ops_listen: the inspector is served on the operations port "
+            "(for example --ops-listen 127.0.0.1:50152)"
+        )
+    tokens = bool(settings.auth_tokens_file or settings.auth_token)
+    if not tokens and not settings.insecure and not is_local_address(settings.ops_listen):
+        raise ValueError(
+            f"inspector on the non-loopback ops_listen {settings.ops_listen!r} would show every "
+            "session to anyone who reaches it: configure auth_tokens_file or auth_token, "
+            "listen on loopback, or set insecure"
+        )
 
 
 def _health_of(

@@ -21,7 +21,7 @@ from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.engine import Engine
 from contextengine.observability.logs import JsonFormatter, LogFormat, use_log_format
 from contextengine.observability.metrics import EngineCollector, Metrics
-from contextengine.observability.ops_server import OpsServer, parse_listen
+from contextengine.observability.ops_server import Handler, OpsServer, parse_listen
 from contextengine.observability.rpc import SidecarRpcObserver
 from contextengine.observability.telemetry import SidecarTelemetry
 from contextengine.observability.tracing import otlp_provider
@@ -95,6 +95,13 @@ class Observability:
         await ops.start()
         self._ops = ops
         _LOG.info("operations on http://%s (/healthz /readyz /metrics)", ops.address)
+
+    def mount(self, prefix: str, handler: Handler) -> None:
+        """Serves the paths under ``prefix`` on the operations server by ``handler`` (the
+        inspector); RuntimeError when the operations server is off."""
+        if self._ops is None:
+            raise RuntimeError("the operations server is off (ops_listen)")
+        self._ops.mount(prefix, handler)
 
     def watch(self, engine: Engine) -> None:
         """Counts the engine's commits and exposes its subscription gauges (once it is open)."""
