@@ -117,6 +117,7 @@ class Engine:
         await self._memory.close()
         await self._prompt_cache.aclose()
         self._session_configs.close()
+        await self._events.close()  # writes the token measures not written yet
         await self._store.close()
 
     @property

@@ -4,29 +4,71 @@ The sidecar is the only writer of its store, but the cache still asks the store 
 head (last sequence, creation time) on every use and reads only the events after the cached ones,
 so it is never stale: a deleted and re-created session is detected by its creation time. Memory is
 bounded by the total number of cached events (least recently used sessions are dropped first).
+
+Token measures (what BuildContext's token estimate costs): each cached session has a
+:class:`RememberingCounter`, its contents' (tokens, characters) by digest, which the context views
+over the log count with (``SessionLog.counter``), so no content is tokenized twice. They are
+persisted in the store (``content_measures``) and read back with the session's log when it is
+first cached, so the first BuildContext after a restart tokenizes only what no earlier process
+measured. Off every caller's path:
+
+* events appended to a cached session are measured in the background (a task on the event loop,
+  in small chunks), as the view will emit them (``adk-`` call ids removed: the ids are not
+  counted, so one count serves both digests);
+* what was measured is written in batches: at ``flush_at`` new measures, else ``flush_seconds``
+  after the first unwritten one, when a session leaves the cache, and at ``close``. A write that
+  fails is logged and forgotten (a later process counts those contents again).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from contextengine.core.context import Item, item_from_event
-from contextengine.store import EventFilter, EventStore, SessionKey
-from contextengine.v1 import event_pb2
+from contextengine.core.tokens import (
+    Measure,
+    RememberingCounter,
+    TokenCounter,
+    content_digest,
+    default_counter,
+)
+from contextengine.store import (
+    Change,
+    EventFilter,
+    EventStore,
+    LoggedEvent,
+    SessionDeleted,
+    SessionKey,
+)
+from contextengine.v1 import content_pb2, event_pb2
+
+_LOG = logging.getLogger(__name__)
 
 _PAGE = 1000
+
+#: the prefix of the call ids a view removes (``core.context``: ADK's client-side ids)
+_ADK_CALL_ID_PREFIX = "adk-"
+
+#: appended events measured in one step of the background task (then it lets others run)
+_MEASURE_CHUNK = 64
 
 
 @dataclass
 class _Entry:
     create_time: float
+    measures: RememberingCounter
     last_sequence: int = 0
     events: list[event_pb2.Event] = field(default_factory=list)
     #: the context pipeline's per-event facts, parallel to ``events`` (events never change)
     items: list[Item] = field(default_factory=list)
     #: bumped whenever the cached list is replaced rather than extended
     generation: int = 0
+    #: the timer of the next write of ``measures``' new ones (None: none pending)
+    flush_timer: asyncio.TimerHandle | None = None
 
 
 @dataclass(frozen=True)
@@ -38,18 +80,44 @@ class SessionLog:
     generation: int
     #: the session's creation time: a session deleted and created again has another one
     create_time: float
+    #: the session's token counter (remembers, and persists, what it measured)
+    counter: RememberingCounter
 
 
 class SessionEventCache:
-    def __init__(self, store: EventStore, max_events: int = 500_000) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        max_events: int = 500_000,
+        *,
+        counter: TokenCounter | None = None,
+        flush_at: int = 512,
+        flush_seconds: float = 1.0,
+    ) -> None:
         self._store = store
         self._max_events = max_events
+        self._counter = counter if counter is not None else default_counter()
+        self._flush_at = flush_at
+        self._flush_seconds = flush_seconds
         self._entries: OrderedDict[SessionKey, _Entry] = OrderedDict()
         self._cached_events = 0
         self._generations = 0
+        #: events appended to cached sessions, not measured yet
+        self._appended: dict[SessionKey, list[event_pb2.Event]] = {}
+        self._measuring: asyncio.Task[None] | None = None
+        self._writes: set[asyncio.Task[None]] = set()
+        self._unsubscribe: Callable[[], None] | None = None
+        self._closed = False
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The counter the sessions' counters measure with (its ``name`` is theirs)."""
+        return self._counter
 
     async def log(self, key: SessionKey) -> SessionLog:
         """The session's whole log (raises SESSION_NOT_FOUND)."""
+        if self._unsubscribe is None and not self._closed:
+            self._unsubscribe = self._store.add_commit_listener(self._on_commit)
         head = await self._store.get_session(key, EventFilter(num_recent_events=0))
         entry = self._entries.get(key)
         if (
@@ -59,8 +127,14 @@ class SessionEventCache:
         ):
             self._drop(key)
             self._generations += 1
-            entry = _Entry(create_time=head.create_time, generation=self._generations)
+            entry = _Entry(
+                create_time=head.create_time,
+                measures=self._new_counter(key),
+                generation=self._generations,
+            )
             self._entries[key] = entry
+            known = await self._store.get_content_measures(key, self._counter.name)
+            entry.measures.remember(known)
         self._entries.move_to_end(key)
         while entry.last_sequence < head.last_sequence:
             page, _ = await self._store.list_events(key, entry.last_sequence, _PAGE)
@@ -76,16 +150,115 @@ class SessionEventCache:
             self._cached_events += len(fresh)
         self._evict(keep=key)
         return SessionLog(
-            entry.events, entry.items, entry.last_sequence, entry.generation, entry.create_time
+            entry.events,
+            entry.items,
+            entry.last_sequence,
+            entry.generation,
+            entry.create_time,
+            entry.measures,
         )
 
     def invalidate(self, key: SessionKey) -> None:
         self._drop(key)
 
+    async def close(self) -> None:
+        """Stops measuring appended events and writes the measures not written yet (waits for
+        the writes). Idempotent; the store must still be open."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._appended.clear()
+        measuring, self._measuring = self._measuring, None
+        if measuring is not None:
+            measuring.cancel()
+            await asyncio.gather(measuring, return_exceptions=True)
+        for key, entry in self._entries.items():
+            self._flush(key, entry)
+        while self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+
+    # -- token measures --------------------------------------------------------------------------
+
+    def _new_counter(self, key: SessionKey) -> RememberingCounter:
+        counter = RememberingCounter(self._counter)
+
+        def measured() -> None:
+            entry = self._entries.get(key)
+            if entry is not None and entry.measures is counter:
+                self._schedule_flush(key, entry)
+
+        counter.on_measured = measured
+        return counter
+
+    def _schedule_flush(self, key: SessionKey, entry: _Entry) -> None:
+        if entry.measures.pending >= self._flush_at:
+            self._flush(key, entry)
+        elif entry.flush_timer is None and entry.measures.pending:
+            loop = asyncio.get_running_loop()
+            entry.flush_timer = loop.call_later(self._flush_seconds, self._flush, key, entry)
+
+    def _flush(self, key: SessionKey, entry: _Entry) -> None:
+        """Writes ``entry``'s new measures in the background (a task ``close`` waits for)."""
+        if entry.flush_timer is not None:
+            entry.flush_timer.cancel()
+            entry.flush_timer = None
+        measured = entry.measures.take_measured()
+        if not measured:
+            return
+        task = asyncio.get_running_loop().create_task(self._write(key, measured))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _write(self, key: SessionKey, measured: dict[bytes, Measure]) -> None:
+        try:
+            await self._store.put_content_measures(key, self._counter.name, measured)
+        except Exception as error:  # a cache: the contents are counted again next time
+            _LOG.warning(
+                "token measures of %d contents not written (%s: %s)",
+                len(measured),
+                type(error).__name__,
+                error,
+            )
+
+    def _on_commit(self, changes: Sequence[Change]) -> None:
+        """Queues the events appended to cached sessions for measuring in the background."""
+        queued = False
+        for change in changes:
+            if isinstance(change, LoggedEvent):
+                if change.key in self._entries and change.event.HasField("content"):
+                    self._appended.setdefault(change.key, []).append(change.event)
+                    queued = True
+            elif isinstance(change, SessionDeleted):
+                self._appended.pop(change.key, None)
+        if queued and not self._closed and (self._measuring is None or self._measuring.done()):
+            self._measuring = asyncio.get_running_loop().create_task(self._measure_appended())
+
+    async def _measure_appended(self) -> None:
+        while self._appended:
+            key = next(iter(self._appended))
+            events = self._appended[key]
+            chunk, rest = events[:_MEASURE_CHUNK], events[_MEASURE_CHUNK:]
+            if rest:
+                self._appended[key] = rest
+            else:
+                del self._appended[key]
+            entry = self._entries.get(key)
+            if entry is not None:
+                _measure_as_emitted(entry.measures, [event.content for event in chunk])
+                self._schedule_flush(key, entry)
+            await asyncio.sleep(0)
+
+    # -- memory bound ----------------------------------------------------------------------------
+
     def _drop(self, key: SessionKey) -> None:
         entry = self._entries.pop(key, None)
         if entry is not None:
             self._cached_events -= len(entry.events)
+            if not self._closed:
+                self._flush(key, entry)
 
     def _evict(self, keep: SessionKey) -> None:
         while self._cached_events > self._max_events and len(self._entries) > 1:
@@ -94,3 +267,38 @@ class SessionEventCache:
                 self._entries.move_to_end(keep)
                 continue
             self._drop(oldest)
+
+
+def _measure_as_emitted(
+    counter: RememberingCounter, contents: Sequence[content_pb2.Content]
+) -> None:
+    """Measures ``contents`` and remembers the same measures for each one's form without
+    ``adk-`` call and response ids (what a view emits unless ids are preserved)."""
+    measures = counter.measure_contents(contents)
+    for content, measure in zip(contents, measures, strict=True):
+        stripped = _without_adk_ids(content)
+        if stripped is not None:
+            counter.learn(content_digest(stripped), measure)
+
+
+def _without_adk_ids(content: content_pb2.Content) -> content_pb2.Content | None:
+    """A copy of ``content`` without ``adk-`` function call / response ids (None: it has none)."""
+    copy: content_pb2.Content | None = None
+    for index, part in enumerate(content.parts):
+        if part.HasField("function_call"):
+            call_id = part.function_call.id
+        elif part.HasField("function_response"):
+            call_id = part.function_response.id
+        else:
+            continue
+        if not call_id.startswith(_ADK_CALL_ID_PREFIX):
+            continue
+        if copy is None:
+            copy = content_pb2.Content()
+            copy.CopyFrom(content)
+        copied = copy.parts[index]
+        if copied.HasField("function_call"):
+            copied.function_call.ClearField("id")
+        else:
+            copied.function_response.ClearField("id")
+    return copy

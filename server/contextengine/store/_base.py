@@ -55,7 +55,7 @@ Positions and commit notifications (what subscriptions are built on):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
@@ -261,6 +261,20 @@ class EventStore(Protocol):
 
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         """The stored configuration, or None if never set."""
+
+    async def get_content_measures(
+        self, key: SessionKey, counter: str
+    ) -> dict[bytes, tuple[int, int]]:
+        """What ``put_content_measures`` recorded for the session's contents counted by
+        ``counter``: content digest -> (tokens, chars); {} for an unknown session."""
+
+    async def put_content_measures(
+        self, key: SessionKey, counter: str, measures: Mapping[bytes, tuple[int, int]]
+    ) -> None:
+        """Records ``measures`` (content digest -> (tokens, chars), counted by ``counter``) with
+        the session; a digest already recorded keeps its numbers; nothing for an unknown
+        session. A cache of what counting gives (``runtime.event_cache``): the rows go with
+        the session, and their loss only costs counting again."""
 
     async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
         """Replaces the configuration (sets ``update_time``) and returns it as stored."""

@@ -11,7 +11,7 @@ import bisect
 import copy
 import heapq
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -63,6 +63,8 @@ class _Session:
     by_id: dict[str, event_pb2.Event] = field(default_factory=dict)
     #: the session's own configuration (empty: none set)
     config: config_pb2.SessionConfig = field(default_factory=config_pb2.SessionConfig)
+    #: (counter, content digest) -> (tokens, chars): ``put_content_measures``
+    measures: dict[tuple[str, bytes], tuple[int, int]] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -292,6 +294,25 @@ class MemoryStore:
         self._check_open()
         stored = self._stored(key, self._session(key), [])
         return StateAt(state=stored.state, position=self._last_position)
+
+    async def get_content_measures(
+        self, key: SessionKey, counter: str
+    ) -> dict[bytes, tuple[int, int]]:
+        self._check_open()
+        session = self._sessions.get(key)
+        if session is None:
+            return {}
+        return {digest: m for (name, digest), m in session.measures.items() if name == counter}
+
+    async def put_content_measures(
+        self, key: SessionKey, counter: str, measures: Mapping[bytes, tuple[int, int]]
+    ) -> None:
+        self._check_open()
+        session = self._sessions.get(key)
+        if session is None:
+            return
+        for digest, (tokens, chars) in measures.items():
+            session.measures.setdefault((counter, bytes(digest)), (int(tokens), int(chars)))
 
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         self._check_open()

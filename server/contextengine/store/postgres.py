@@ -28,7 +28,7 @@ import copy
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, TypeVar
 
@@ -36,7 +36,7 @@ import asyncpg
 
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
-from contextengine.store import _pg_ops as ops, _pg_reads as reads
+from contextengine.store import _pg_measures as measures_table, _pg_ops as ops, _pg_reads as reads
 from contextengine.store._append import copy_event
 from contextengine.store._base import (
     AppendOutcome,
@@ -460,6 +460,22 @@ class PostgresStore:
 
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         return await self._run(lambda conn: reads.get_app_config(conn, app_name), write=False)
+
+    async def get_content_measures(
+        self, key: SessionKey, counter: str
+    ) -> dict[bytes, tuple[int, int]]:
+        return await self._run(
+            lambda conn: measures_table.get_content_measures(conn, key, counter), write=False
+        )
+
+    async def put_content_measures(
+        self, key: SessionKey, counter: str, measures: Mapping[bytes, tuple[int, int]]
+    ) -> None:
+        owned = dict(measures)
+        await self._run(
+            lambda conn: measures_table.put_content_measures(conn, key, counter, owned),
+            write=True,
+        )
 
     async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
         owned = config_pb2.AppConfig()

@@ -18,7 +18,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -28,7 +28,12 @@ import aiosqlite
 
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
-from contextengine.store import _secrets, _sqlite_ops as ops, _sqlite_reads as reads
+from contextengine.store import (
+    _secrets,
+    _sqlite_measures as measures_table,
+    _sqlite_ops as ops,
+    _sqlite_reads as reads,
+)
 from contextengine.store._append import copy_event
 from contextengine.store._base import (
     AppendOutcome,
@@ -332,6 +337,25 @@ class SqliteStore:
 
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         return await self._read(partial(reads.get_app_config, app_name=app_name))
+
+    async def get_content_measures(
+        self, key: SessionKey, counter: str
+    ) -> dict[bytes, tuple[int, int]]:
+        return await self._read(
+            partial(measures_table.get_content_measures, key=key, counter=counter)
+        )
+
+    async def put_content_measures(
+        self, key: SessionKey, counter: str, measures: Mapping[bytes, tuple[int, int]]
+    ) -> None:
+        await self._write(
+            partial(
+                measures_table.put_content_measures,
+                key=key,
+                counter=counter,
+                measures=dict(measures),
+            )
+        )
 
     async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
         owned = config_pb2.AppConfig()
