@@ -16,5 +16,10 @@ export {
 } from "./convert.js";
 export { SessionAlreadyExistsError, SessionNotFoundError, StaleSessionError } from "./errors.js";
 export { ContextEngineMemoryService, entryToAdk, MAX_QUERY_CHARS } from "./memory.js";
-export { applyCacheDecision, ContextEnginePlugin, systemInstructionContent } from "./plugin.js";
+export {
+  applyCacheDecision,
+  ContextEnginePlugin,
+  MAX_CONTEXT_VIEWS,
+  systemInstructionContent,
+} from "./plugin.js";
 export { ContextEngineSessionService, lastSequenceOf, paginate } from "./sessions.js";

@@ -12,6 +12,11 @@
  *   and the invocation's user content, with the request's system instruction, tools and tool
  *   config (for the prompt-cache fingerprint). The engine applies rewinds, compaction summaries
  *   and, when the app configures a token threshold, compacts first.
+ * - **Contents since**: the plugin keeps the contents of the last answer for each (session, agent,
+ *   branch, isolation scope, `includeContents`, model) in a `ContextView` (the
+ *   {@link MAX_CONTEXT_VIEWS} most recently used), so the engine sends only the contents added
+ *   since the agent's previous model call (all of them after a rewind or a compaction); the model
+ *   still receives the whole contents.
  * - **Prompt caching**, when the engine's app configuration has a context cache config: the
  *   engine's cache decision is applied as ADK Python's Gemini cache manager would. The response
  *   records the decision's `cacheMetadata` (the next decision is made from it); a cache to reuse
@@ -27,12 +32,12 @@
  */
 import { fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import {
-  type BuildContextRequestSchema,
   type CacheDecision,
   CacheMetadataSchema,
   type ContextEngineClient,
   ContextEngineError,
-  type Init,
+  type ContextView,
+  type ContextViewInit,
 } from "@contextengine/client";
 import {
   BasePlugin,
@@ -51,6 +56,9 @@ const INCLUDE_CONTENTS_DEFAULT = 1;
 const INCLUDE_CONTENTS_NONE = 2;
 const MODEL_PROVIDER_GEMINI = 1;
 const MODEL_PROVIDER_OTHER = 5;
+
+/** The context views a plugin keeps by default (one per session and agent view). */
+export const MAX_CONTEXT_VIEWS = 16;
 
 /** The agent fields the plugin reads (an `LlmAgent`'s). */
 interface AgentView {
@@ -111,10 +119,22 @@ export class ContextEnginePlugin extends BasePlugin {
   readonly connection: Connection;
   /** (invocation id, agent) -> the cache metadata the pending model call records. */
   private readonly pendingCache = new Map<string, JsonObject>();
+  /** (session, agent view) -> its "contents since" view; least recently used first. */
+  private readonly views = new Map<string, ContextView>();
+  private readonly maxViews: number;
 
-  /** `{connection: sessions.connection}` (shared) or `{target: "host:port"}`. */
-  constructor(init: ConnectionInit & { name?: string }) {
+  /**
+   * `{connection: sessions.connection}` (shared) or `{target: "host:port"}`. `contextViews`: how
+   * many agent views of sessions keep their last contents for "contents since" (default
+   * {@link MAX_CONTEXT_VIEWS}; 0: every model call gets all the contents from the engine).
+   */
+  constructor(init: ConnectionInit & { name?: string; contextViews?: number }) {
     super(init.name ?? "contextengine");
+    const maxViews = init.contextViews ?? MAX_CONTEXT_VIEWS;
+    if (!Number.isInteger(maxViews) || maxViews < 0) {
+      throw new RangeError(`contextViews must be a whole number >= 0, got ${maxViews}`);
+    }
+    this.maxViews = maxViews;
     this.connection = Connection.of(init);
   }
 
@@ -146,7 +166,10 @@ export class ContextEnginePlugin extends BasePlugin {
       );
     }
     const request = this.request(ic, agent, llmRequest);
-    const response = await this.explained(ic, () => this.client.buildContext(request));
+    const view = this.view(request);
+    const response = await this.explained(ic, () =>
+      view === undefined ? this.client.buildContext(request) : view.build(request),
+    );
     llmRequest.contents = response.contents.map(contentFromProto);
     if (response.cacheDecision !== undefined) {
       this.applyCache(ic, agent, llmRequest, response.cacheDecision);
@@ -158,7 +181,7 @@ export class ContextEnginePlugin extends BasePlugin {
     ic: InvocationContext,
     agent: AgentView,
     llmRequest: LlmRequest,
-  ): Init<typeof BuildContextRequestSchema> {
+  ): ContextViewInit {
     const currentTurn =
       (agent.includeContents ?? "default") !== "default" ||
       llmRequest.previousInteractionId !== undefined;
@@ -185,6 +208,34 @@ export class ContextEnginePlugin extends BasePlugin {
       tools,
       ...(isObject(toolConfig) ? { toolConfig } : {}),
     };
+  }
+
+  /** The context view of a request's session and agent view (made, or moved to the end). */
+  private view(request: ContextViewInit): ContextView | undefined {
+    if (this.maxViews === 0) {
+      return undefined;
+    }
+    const k = JSON.stringify([
+      request.appName,
+      request.userId,
+      request.sessionId,
+      request.agentName,
+      request.branch ?? null,
+      request.isolationScope ?? null,
+      request.includeContents,
+      request.model?.provider,
+      request.model?.model,
+    ]);
+    const view = this.views.get(k) ?? this.client.contextView({});
+    this.views.delete(k);
+    this.views.set(k, view);
+    for (const oldest of this.views.keys()) {
+      if (this.views.size <= this.maxViews) {
+        break;
+      }
+      this.views.delete(oldest);
+    }
+    return view;
   }
 
   private applyCache(

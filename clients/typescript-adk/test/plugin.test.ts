@@ -8,7 +8,12 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { ContextEngineError } from "@contextengine/client";
+import {
+  type BuildContextResponse,
+  ContextEngineClient,
+  type ContextEngineClientOptions,
+  ContextEngineError,
+} from "@contextengine/client";
 import {
   type BaseSessionService,
   FunctionTool,
@@ -21,11 +26,14 @@ import { type Content, type Schema, Type } from "@google/genai";
 import { serverTarget, stopServer, uniqueApp } from "../../typescript/test/helpers.js";
 import {
   applyCacheDecision,
+  Connection,
   ContextEngineMemoryService,
   ContextEnginePlugin,
   ContextEngineSessionService,
 } from "../src/index.js";
 import { type Answer, ScriptedModel } from "../support/scripted_model.js";
+
+type Interceptor = NonNullable<ContextEngineClientOptions["interceptors"]>[number];
 
 const target = await serverTarget();
 const sessions = new ContextEngineSessionService({ target });
@@ -175,6 +183,43 @@ describe("ContextEnginePlugin", () => {
     );
     const last = calls.at(-1) ?? [];
     assert.ok(last.length < 8, `the last call still has ${last.length} contents`);
+  });
+
+  it("with contents since the model receives the same contents; the engine sent only new ones", async () => {
+    const sent: Array<[number, number]> = [];
+    const record: Interceptor = (next) => async (request) => {
+      const response = await next(request);
+      if (!response.stream && response.method.name === "BuildContext") {
+        const answer = response.message as unknown as BuildContextResponse;
+        sent.push([answer.baseContentsCount, answer.contents.length]);
+      }
+      return response;
+    };
+    const spied = new ContextEngineClient(target, { interceptors: [record] });
+    try {
+      const whole = await run(uniqueApp(), {
+        sessionService: sessions,
+        plugins: [new ContextEnginePlugin({ connection, contextViews: 0 })],
+      });
+      const since = await run(uniqueApp(), {
+        sessionService: sessions,
+        plugins: [new ContextEnginePlugin({ connection: Connection.over(spied) })],
+      });
+      assert.deepEqual(since, whole);
+      assert.equal(sent.length, since.length);
+      // root's four calls, then the helper's two (a transfer starts the helper's view): each call
+      // after a view's first held the earlier contents and received only the new turn
+      assert.deepEqual(
+        sent.map(([base, count]) => [base > 0, base + count]),
+        since.map((contents, i) => [i !== 0 && i !== 4, contents.length]),
+      );
+      const onWire = sent.reduce((n, [, count]) => n + count, 0);
+      const received = since.reduce((n, contents) => n + contents.length, 0);
+      assert.ok(onWire <= received / 2, `${onWire} contents sent for ${received} received`);
+    } finally {
+      spied.close();
+    }
+    assert.throws(() => new ContextEnginePlugin({ connection, contextViews: -1 }), RangeError);
   });
 
   it("a session the plugin's engine does not have is a clear error", async () => {
