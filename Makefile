@@ -33,6 +33,7 @@ JAVA_ADK_DIR := clients/java-adk
 JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean postgres-server test-postgres
+.PHONY: browser
 .PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
 .PHONY: kotlin-build test-kotlin kotlin-example proto-baseline
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
@@ -124,13 +125,19 @@ fmt: $(DEV_STAMP)
 	$(BIN)/ruff check --fix server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 	$(BIN)/ruff format server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 
-pytest: $(DEV_STAMP) tools postgres-server
+pytest: $(DEV_STAMP) tools postgres-server browser
 	PATH="$(TOOLS):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
 
 # The PostgreSQL server binaries the PostgreSQL suites run (tests/pg_server.py starts a server in a
 # temp dir per run): apt-get install postgresql-15 on a fresh machine when root, before pytest.
 postgres-server: $(DEV_STAMP)
 	$(BIN)/python -m tests.pg_server
+
+# Debian's Chromium, which the inspector's browser tests drive with Playwright (tests/browser.py):
+# apt-get install chromium on a fresh machine when root, before pytest; a no-op when present.
+# Playwright's own browser download is never used (`playwright install` is never run).
+browser: $(DEV_STAMP)
+	$(BIN)/python -m tests.browser
 
 # The suites over the PostgreSQL store alone (also part of `make pytest`).
 test-postgres: $(DEV_STAMP) postgres-server

@@ -32,6 +32,7 @@ const state = {
   stream: null, // AbortController of the live stream
   lastSequence: 0,
   refreshTimer: null,
+  open: new Set(), // "log:<sequence>" / "context:<index>" of the rows showing their JSON
 };
 
 // --------------------------------------------------------------------------- fetching and auth
@@ -163,6 +164,8 @@ async function pickUser(user, keep = false) {
 
 async function openSession(session, agent = null) {
   state.session = session;
+  state.open.clear();
+  state.lastSequence = 0;
   for (const li of $("sessions").children) li.classList.toggle("selected", li.dataset.value === session);
   $("session").hidden = false;
   $("session-title").textContent = `${state.app} / ${state.user} / ${session}`;
@@ -255,10 +258,12 @@ function rawBox(raw) {
   return el("pre", { class: "raw", text: JSON.stringify(raw, null, 2) });
 }
 
-function toggleOpen(li) {
+function toggleOpen(li, key) {
+  if (state.open.has(key)) li.classList.add("open"); // kept across live refreshes
   li.addEventListener("click", (event) => {
     if (event.target.closest("pre.raw")) return; // selecting JSON text keeps it open
-    li.classList.toggle("open");
+    if (li.classList.toggle("open")) state.open.add(key);
+    else state.open.delete(key);
   });
 }
 
@@ -308,7 +313,7 @@ function renderTimeline(view) {
     const delta = Object.keys(event.state_delta || {});
     if (delta.length) li.append(el("div", { class: "note mono", text: `state: ${JSON.stringify(event.state_delta)}` }));
     li.append(rawBox(event.raw));
-    toggleOpen(li);
+    toggleOpen(li, `log:${event.sequence}`);
     list.append(li);
   }
 }
@@ -334,7 +339,7 @@ function renderContext(context) {
       renderParts(content.parts),
       rawBox(content.raw),
     );
-    toggleOpen(li);
+    toggleOpen(li, `context:${index}`);
     list.append(li);
   });
   if (context.cacheable_contents_count === context.contents.length && context.contents.length) list.append(boundary(context));
@@ -372,7 +377,7 @@ function renderPlot(tokens) {
     box.replaceChildren(root);
     return;
   }
-  const first = points[0].sequence;
+  const first = Math.min(1, points[0].sequence); // the axis starts at the log's first event
   const last = Math.max(points[points.length - 1].sequence, first + 1);
   const top = Math.max(1, ...points.map((p) => p.tokens));
   const x = (seq) => pad.left + ((seq - first) / (last - first)) * (width - pad.left - pad.right);
@@ -403,7 +408,10 @@ function renderPlot(tokens) {
     root.append(dot);
   }
   box.replaceChildren(root);
-  $("plot-legend").textContent = `${points.length} points, ${tokens.compactions.length} summaries (dashed), ${tokens.rewinds.length} rewinds`;
+  const plural = (n, word) => (n === 1 ? `1 ${word}` : `${n} ${word.replace(/y$/, "ie")}s`);
+  $("plot-legend").textContent =
+    `${plural(points.length, "point")}, ${plural(tokens.compactions.length, "summary")} (dashed), ` +
+    `${plural(tokens.rewinds.length, "rewind")} (dotted); tokens by ${tokens.token_counter}`;
 }
 
 // --------------------------------------------------------------------------- live updates
