@@ -136,7 +136,7 @@ async def _follow(
     return full, answer
 
 
-def _seeded_events(seed: int, size: int) -> list[event_pb2.Event]:
+def seeded_events(seed: int, size: int) -> list[event_pb2.Event]:
     events = to_proto_events(random_session(random.Random(seed), size, quiet=True))
     for event in events:
         # the service takes no negative timestamps: the same session a while after the epoch
@@ -155,7 +155,7 @@ async def test_since_reassembles_the_full_contents_at_every_step(
     client: ContextEngineClient,
 ) -> None:
     rng = random.Random(1000 + seed)
-    events = _seeded_events(seed, 24)
+    events = seeded_events(seed, 24)
     session = await client.create_session(APP, "u", f"s{seed}")
     held = {viewer: Held() for viewer in VIEWERS}
     deltas = 0

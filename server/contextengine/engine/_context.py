@@ -227,7 +227,9 @@ class ContextBuilder:
         _check_options(request)
         preamble = await self._resolver.preamble(request.app_name)
         user_content: content_pb2.Content | None = None
-        if request.HasField("user_content"):
+        # The user content opens an isolation scope's contents and is used for nothing else:
+        # without a scope, leaving it out lets every invocation share one view.
+        if request.HasField("user_content") and request.HasField("isolation_scope"):
             user_content = content_pb2.Content()
             user_content.CopyFrom(request.user_content)
         return ContextOptions(

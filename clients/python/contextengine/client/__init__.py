@@ -10,7 +10,8 @@ server module, and runs on Python 3.10 and later.
 
 from __future__ import annotations
 
-from contextengine.client._client import ContextEngineClient
+from contextengine.client._client import ContextEngineClient, context_request
+from contextengine.client._follower import ContextFollower
 from contextengine.client._rpc_errors import RpcError
 
-__all__ = ["ContextEngineClient", "RpcError"]
+__all__ = ["ContextEngineClient", "ContextFollower", "RpcError", "context_request"]

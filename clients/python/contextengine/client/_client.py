@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf import struct_pb2
 
+from contextengine.client._follower import ContextFollower
 from contextengine.client._resumable import FollowPolicy, follow
 from contextengine.client._rpc_errors import RpcError, to_rpc_error
 from contextengine.client._security import open_channel
@@ -50,7 +51,7 @@ from contextengine.v1 import (
     subscription_service_pb2_grpc,
 )
 
-__all__ = ["ContextEngineClient", "RpcError"]
+__all__ = ["ContextEngineClient", "RpcError", "context_request"]
 
 #: the server's heartbeat interval when a request leaves it to the server
 _SERVER_HEARTBEAT_SECONDS = 15.0
@@ -424,39 +425,43 @@ class ContextEngineClient:
         running the token-threshold compaction first. ``since`` (the count and digest of
         contents held from an earlier answer) asks for only the contents after them when they
         are still the first ones: the raw answer is returned, ``base_contents_count`` says how
-        many held ones come first (0: all are in ``contents``)."""
-        request = cpb.BuildContextRequest(
-            app_name=app_name,
-            user_id=user_id,
-            session_id=session_id,
+        many held ones come first (0: all are in ``contents``); :meth:`context_follower` holds
+        and reassembles them."""
+        request = context_request(
+            app_name,
+            user_id,
+            session_id,
             agent_name=agent_name,
+            branch=branch,
+            isolation_scope=isolation_scope,
             include_contents=include_contents,
+            model=model,
             include_thoughts_from_other_agents=include_thoughts_from_other_agents,
+            user_content=user_content,
+            preload_memory=preload_memory,
+            memory_query=memory_query,
+            system_instruction=system_instruction,
+            tools=tools,
+            tool_config=tool_config,
+            invocation_id=invocation_id,
+            skip_compaction=skip_compaction,
+            since=since,
         )
-        if branch is not None:
-            request.branch = branch
-        if isolation_scope is not None:
-            request.isolation_scope = isolation_scope
-        if model is not None:
-            request.model.CopyFrom(model)
-        if user_content is not None:
-            request.user_content.CopyFrom(user_content)
-        request.preload_memory = preload_memory
-        if memory_query is not None:
-            request.memory_query = memory_query
-        if system_instruction is not None:
-            request.system_instruction.CopyFrom(system_instruction)
-        for tool in tools:
-            request.tools.append(_struct(tool))
-        if tool_config is not None:
-            request.tool_config.CopyFrom(_struct(tool_config))
-        request.invocation_id = invocation_id
-        request.skip_compaction = skip_compaction
-        if since is not None:
-            request.since.CopyFrom(since)
+        return await self.send_build_context(request)
+
+    async def send_build_context(
+        self, request: cpb.BuildContextRequest
+    ) -> cpb.BuildContextResponse:
+        """BuildContext with ``request`` as it is (retried after UNAVAILABLE like
+        :meth:`build_context`); the raw answer."""
         return await self._call(
             lambda t: self._contexts.BuildContext(request, timeout=t), _RETRYABLE
         )
+
+    def context_follower(self, *, max_views: int = 64) -> ContextFollower:
+        """A :class:`ContextFollower` over this client: BuildContext answers with only the
+        contents that changed on the wire, reassembled, for the last ``max_views`` views."""
+        return ContextFollower(self.send_build_context, max_views=max_views)
 
     # Memory --------------------------------------------------------------------------------
 
@@ -838,6 +843,60 @@ class ContextEngineClient:
         if idle_seconds is None:
             idle_seconds = 3 * (heartbeat_seconds or _SERVER_HEARTBEAT_SECONDS) + 5.0
         return FollowPolicy(max_failures=max_failures, idle_seconds=idle_seconds)
+
+
+def context_request(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    *,
+    agent_name: str = "",
+    branch: str | None = None,
+    isolation_scope: str | None = None,
+    include_contents: cpb.IncludeContents.ValueType = cpb.INCLUDE_CONTENTS_DEFAULT,
+    model: cpb.ModelIdentity | None = None,
+    include_thoughts_from_other_agents: bool = False,
+    user_content: content_pb2.Content | None = None,
+    preload_memory: bool = False,
+    memory_query: str | None = None,
+    system_instruction: content_pb2.Content | None = None,
+    tools: Sequence[Mapping[str, Any]] = (),
+    tool_config: Mapping[str, Any] | None = None,
+    invocation_id: str = "",
+    skip_compaction: bool = False,
+    since: cpb.ContextSince | None = None,
+) -> cpb.BuildContextRequest:
+    """The BuildContextRequest of :meth:`ContextEngineClient.build_context`'s arguments."""
+    request = cpb.BuildContextRequest(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        agent_name=agent_name,
+        include_contents=include_contents,
+        include_thoughts_from_other_agents=include_thoughts_from_other_agents,
+    )
+    if branch is not None:
+        request.branch = branch
+    if isolation_scope is not None:
+        request.isolation_scope = isolation_scope
+    if model is not None:
+        request.model.CopyFrom(model)
+    if user_content is not None:
+        request.user_content.CopyFrom(user_content)
+    request.preload_memory = preload_memory
+    if memory_query is not None:
+        request.memory_query = memory_query
+    if system_instruction is not None:
+        request.system_instruction.CopyFrom(system_instruction)
+    for tool in tools:
+        request.tools.append(_struct(tool))
+    if tool_config is not None:
+        request.tool_config.CopyFrom(_struct(tool_config))
+    request.invocation_id = invocation_id
+    request.skip_compaction = skip_compaction
+    if since is not None:
+        request.since.CopyFrom(since)
+    return request
 
 
 def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
