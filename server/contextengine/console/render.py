@@ -396,6 +396,19 @@ def _parts_key(content: content_pb2.Content) -> bytes:
     return b"".join(part.SerializeToString(deterministic=True) for part in content.parts)
 
 
+def _reframed_text(content: content_pb2.Content) -> str:
+    """Another agent's reframed turn without the preamble and the quote markers:
+    ``said: ...``, ``called tool `name` with parameters: ...``."""
+    pieces = []
+    for part in content.parts:
+        match = _REFRAMED.match(part.text)
+        if match is not None:
+            pieces.append(_dequoted(part.text[len(match.group("author")) + 3 :]))
+        elif not part.HasField("text"):
+            pieces.append(part_text(part))
+    return " ".join(" / ".join(pieces).split())
+
+
 def content_line(
     index: int,
     content: content_pb2.Content,
@@ -403,15 +416,17 @@ def content_line(
     author: str = "",
     note: str = "",
 ) -> Text:
-    """One line of a context: index, role, author (and a note: reframed, summary), the
-    content's estimated tokens, a short rendering of its parts."""
+    """One line of a context: index, role, author (and a note: reframed), the content's
+    estimated tokens, a short rendering of its parts (a reframed turn's without the
+    preamble)."""
     role = content.role or "?"
     line = Text(f"{index:>3}  ", style="bold")
     line.append(f"{role:<5}", style=_ROLE_STYLE.get(role, ""))
     who = f"{author} ({note})" if note else author
-    line.append(f"  {who:<24}", style="magenta" if note.startswith("summary") else "")
+    line.append(f"  {who:<24}", style="magenta" if author.startswith("summary") else "")
     line.append(f" {approx_tokens(content):>5}  ", style="dim")
-    line.append(content_text(content, None))
+    reframed = note == "reframed"
+    line.append(_reframed_text(content) if reframed else content_text(content, None))
     line.no_wrap = True
     line.overflow = "ellipsis"
     return line
