@@ -135,7 +135,13 @@ async def test_token_threshold_demo_with_its_own_sidecar() -> None:
 
 async def test_demo_against_the_sidecar_in_contextengine_target(tmp_path: Path) -> None:
     async with start_local_server(str(tmp_path / "ce.db")) as server:
-        text = await _run_demo("--invocations", "7", env={"CONTEXTENGINE_TARGET": server.target})
+        text = await _run_demo(
+            "--invocations",
+            "7",
+            "--inspector-url",
+            "http://127.0.0.1:50152/inspector/",
+            env={"CONTEXTENGINE_TARGET": server.target},
+        )
         # the CLI command the demo printed shows the session's context
         printed = re.search(r"\n  contextengine (context .*)\n", text)
         assert printed is not None, text
@@ -145,6 +151,11 @@ async def test_demo_against_the_sidecar_in_contextengine_target(tmp_path: Path) 
     assert text.count("── invocation ") == 7
     assert f"--target {server.target}" in printed.group(1)
     assert re.search(r"\n +0  model  summary #\d+ ", shown), shown
+    assert re.search(
+        r"the session inspector: http://127\.0\.0\.1:50152/inspector/#app=travel-demo&"
+        r"user=traveller&session=[0-9a-f-]{36}&agent=travel_agent\n",
+        text,
+    )
 
 
 async def _run_cli(argv: list[str]) -> str:

@@ -37,6 +37,7 @@ import socket
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -369,9 +370,12 @@ async def run_demo(
     mode: str = "sliding",
     gemini_model: str = DEFAULT_GEMINI_MODEL,
     out: TextIO | None = None,
+    inspector_url: str | None = None,
 ) -> DemoResult:
     """Plays ``invocations`` invocations against the sidecar at ``target`` (None: one started for
-    the demo, see the module docstring) and prints what happens to ``out`` (default stdout)."""
+    the demo, see the module docstring) and prints what happens to ``out`` (default stdout);
+    ``inspector_url`` (the sidecar's session inspector, ``http://OPS/inspector/``) adds the link
+    to the session's page at the end."""
     stream = sys.stdout if out is None else out
     compaction = _compaction_config(mode)
     use_gemini = _gemini_key_set(os.environ)
@@ -412,7 +416,20 @@ async def run_demo(
                 file=stream,
             )
         _cli_hints(stream, address, session.id, demo.result, own=target is None)
+        if inspector_url:
+            print(
+                f"  the session inspector: {inspector_link(inspector_url, session.id)}", file=stream
+            )
         return demo.result
+
+
+def inspector_link(base: str, session_id: str) -> str:
+    """The session inspector's page for the demo's session (the page reads app, user, session
+    and agent from its location hash)."""
+    query = urllib.parse.urlencode(
+        {"app": APP, "user": USER, "session": session_id, "agent": AGENT}
+    )
+    return f"{base.rstrip('/')}/#{query}"
 
 
 def _cli_hints(out: TextIO, target: str, session_id: str, result: DemoResult, own: bool) -> None:
@@ -477,6 +494,15 @@ def _parser() -> argparse.ArgumentParser:
         help="sliding window (interval 3, overlap 1) or token threshold compaction",
     )
     parser.add_argument(
+        "--inspector-url",
+        metavar="URL",
+        help=(
+            "the session inspector of the sidecar (served with `contextengine serve --inspector "
+            "--ops-listen HOST:PORT` at http://HOST:PORT/inspector/): print the session's page "
+            "at the end"
+        ),
+    )
+    parser.add_argument(
         "--gemini-model",
         default=DEFAULT_GEMINI_MODEL,
         help=(
@@ -522,7 +548,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     asyncio.run(
         run_demo(
-            target, invocations=args.invocations, mode=args.mode, gemini_model=args.gemini_model
+            target,
+            invocations=args.invocations,
+            mode=args.mode,
+            gemini_model=args.gemini_model,
+            inspector_url=args.inspector_url,
         )
     )
     return 0

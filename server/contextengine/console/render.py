@@ -306,8 +306,9 @@ def events_table(events: Iterable[event_pb2.Event], title: str | None = None) ->
     listed = list(events)
     days = {when(event.timestamp)[:10] for event in listed}
     one_day = len(days) == 1
-    if one_day and title is not None:
-        title = f"{title}, {days.pop()}"
+    if one_day:  # the day once, in the title; the time column shows the time of day
+        day = days.pop()
+        title = f"{title}, {day}" if title else day
     table = _table(
         "seq",
         "time (UTC)",
