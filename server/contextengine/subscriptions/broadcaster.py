@@ -1,22 +1,26 @@
 """Fan-out of committed changes to subscribers, each with a bounded buffer.
 
 The broadcaster is a commit listener of the store: it runs on the event loop right after each
-commit, in commit order, and must never block the writer. So it only appends references to the
-committed changes to each interested subscriber's buffer (the changes themselves are shared, never
-copied per subscriber) and wakes the subscriber up. A subscriber whose buffer would exceed its
-capacity, in changes or in bytes (the encoded size of the events it holds), is not waited for: it
-is ended as *lagged* and removed at once, and its reader resumes from the store (see the
-subscription service). So what a stalled subscriber pins in memory is bounded by its byte budget,
-whatever the size of the events. A buffer that is empty accepts a commit of any size, so one
-large atomic append never ends a subscriber that is keeping up.
+commit, in commit order, and must never block the writer. So it only appends a reference to the
+committed changes to the log of each interested group of subscribers (the changes themselves are
+shared, never copied per subscriber) and wakes up the subscribers that were waiting with nothing
+buffered. A subscriber whose buffer would exceed its capacity, in changes or in bytes (the encoded
+size of the events it holds), is not waited for: it is ended as *lagged* and removed at once, and
+its reader resumes from the store (see the subscription service). So what a stalled subscriber
+pins in memory is bounded by its byte budget, whatever the size of the events. A buffer that is
+empty accepts a commit of any size, so one large atomic append never ends a subscriber that is
+keeping up.
 
 Subscribers are found by route: the session, the user (app and user id) or the app of a change.
 Each subscription has one route and a predicate that picks the changes it wants among those.
 Subscriptions of a route that declare the same ``group`` (the same predicate, e.g. the same
-filters) share the work: the predicate runs once per change for the whole group, and every member
-gets the very same ``Batch`` of a commit, on which readers cache what they derive from it (the
-event stream keeps the commit's encoded frames there), so a commit costs each further subscriber
-little more than a reference in its buffer.
+filters) share the work: the predicate runs once per change for the whole group, the group keeps
+one log of the commits its members have not all taken (``_Group``), and a member's buffer is its
+place in that log. Every member gets the very same ``Batch`` of a commit, on which readers cache
+what they derive from it (the event stream keeps the commit's encoded frames there). So a commit
+costs a group the same whatever its number of members, plus a wake-up for each member that was
+idle; a member that is busy sending, or waiting for its pacer's turn, is not touched until it
+reads.
 
 *Paced* subscriptions (readers that send whatever is buffered in one frame) take their buffer
 only on a turn handed out by the broadcaster's ``LivePacer``: under load they send fewer, fuller
@@ -29,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import sys
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
@@ -45,6 +50,9 @@ _LOG = logging.getLogger("contextengine.subscriptions")
 
 #: asyncio may run a timer up to its clock resolution early
 _TIMER_SLACK = 0.001
+
+#: the log index of a subscription that left its group: past every entry, so nothing is buffered
+_LEFT = sys.maxsize
 
 
 def session_route(key: SessionKey) -> Route:
@@ -113,13 +121,161 @@ def _batch_bytes(batch: list[Change]) -> int:
 
 
 class _Group:
-    """Subscriptions of one route with the same predicate."""
+    """Subscriptions of one route with the same predicate, and the one log of the commits they
+    accepted that some member has not taken yet.
 
-    __slots__ = ("accept", "members")
+    The log is shared: a commit is appended once for the whole group (``offer``), whatever the
+    number of members, and each member only keeps the index of the next commit it takes. So a
+    commit costs the group O(1), plus a wake-up for each member that was waiting with nothing
+    buffered; members that are busy sending (or waiting for a pacer's turn) are not touched. An
+    entry leaves the log once every member that was there when it came has taken it (``refs``)
+    or left. Each member's buffer (changes, and bytes of events) is read from the running totals
+    at its index, so the capacity checks need no per-member counters either; they walk the
+    members only when the log itself is longer than the smallest capacity, i.e. when some member
+    may have fallen that far behind."""
+
+    __slots__ = (
+        "accept",
+        "base",
+        "byte_members",
+        "bytes_before",
+        "changes_before",
+        "idle",
+        "log",
+        "members",
+        "min_capacity",
+        "min_capacity_bytes",
+        "refs",
+        "total_bytes",
+        "total_changes",
+    )
 
     def __init__(self, accept: Accept) -> None:
         self.accept = accept
         self.members: dict[Subscription, None] = {}
+        #: members waiting in ``next`` with nothing buffered: the ones a commit wakes
+        self.idle: dict[Subscription, None] = {}
+        #: the commits some member has not taken, oldest first; ``base`` is the index of the first
+        self.log: deque[list[Change]] = deque()
+        self.base = 0
+        #: per entry: how many members still have to take it
+        self.refs: deque[int] = deque()
+        #: per entry: the changes (and bytes of events) of every entry before it, since the start
+        self.changes_before: deque[int] = deque()
+        self.bytes_before: deque[int] = deque()
+        self.total_changes = 0
+        self.total_bytes = 0
+        #: members with a byte budget (bytes are counted only while there is one)
+        self.byte_members = 0
+        #: the smallest capacity of any member (may be lower than that, never higher)
+        self.min_capacity = sys.maxsize
+        self.min_capacity_bytes = sys.maxsize
+
+    @property
+    def end(self) -> int:
+        """The index the next commit will get."""
+        return self.base + len(self.log)
+
+    def join(self, member: Subscription) -> None:
+        self.members[member] = None
+        member._next = self.end
+        self.min_capacity = min(self.min_capacity, member.capacity)
+        if member.capacity_bytes is not None:
+            self.byte_members += 1
+            self.min_capacity_bytes = min(self.min_capacity_bytes, member.capacity_bytes)
+
+    def leave(self, member: Subscription) -> None:
+        """Removes ``member`` (it must be one) and lets go of the entries it had not taken."""
+        del self.members[member]
+        self.idle.pop(member, None)
+        if member.capacity_bytes is not None:
+            self.byte_members -= 1
+        refs, first = self.refs, member._next - self.base
+        for index in range(max(0, first), len(refs)):
+            refs[index] -= 1
+        member._next = _LEFT
+        self._trim()
+
+    def buffered(self, member: Subscription) -> int:
+        index = member._next - self.base
+        if index >= len(self.log):
+            return 0
+        return self.total_changes - self.changes_before[index]
+
+    def buffered_bytes(self, member: Subscription) -> int:
+        index = member._next - self.base
+        if index >= len(self.log) or member.capacity_bytes is None:
+            return 0
+        return self.total_bytes - self.bytes_before[index]
+
+    def offer(self, batch: list[Change]) -> None:
+        """Appends one commit's accepted changes for every member; never blocks. Ends as lagged
+        the members whose buffer is not empty and would exceed their capacity in changes or in
+        bytes."""
+        count = len(batch)
+        size = _batch_bytes(batch) if self.byte_members else 0
+        log = self.log
+        if log and (
+            self.total_changes - self.changes_before[0] + count > self.min_capacity
+            or (
+                self.byte_members
+                and self.total_bytes - self.bytes_before[0] + size > self.min_capacity_bytes
+            )
+        ):
+            self._end_laggards(count, size)
+        if not self.members:
+            return
+        log.append(batch)
+        self.refs.append(len(self.members))
+        self.changes_before.append(self.total_changes)
+        self.bytes_before.append(self.total_bytes)
+        self.total_changes += count
+        self.total_bytes += size
+        if self.idle:
+            waiting = list(self.idle)
+            self.idle.clear()
+            for member in waiting:
+                member._offered()
+
+    def take(self, member: Subscription) -> list[Change]:
+        """The next commit of ``member``, which has one buffered."""
+        index = member._next - self.base
+        batch = self.log[index]
+        member._next += 1
+        refs = self.refs
+        refs[index] -= 1
+        if index == 0 and refs[0] == 0:
+            self._trim()
+        return batch
+
+    def _trim(self) -> None:
+        refs, log = self.refs, self.log
+        while refs and refs[0] <= 0:
+            refs.popleft()
+            log.popleft()
+            self.changes_before.popleft()
+            self.bytes_before.popleft()
+            self.base += 1
+
+    def _end_laggards(self, count: int, size: int) -> None:
+        laggards = []
+        for member in self.members:
+            buffered = self.buffered(member)
+            if buffered and (
+                buffered + count > member.capacity
+                or (
+                    member.capacity_bytes is not None
+                    and self.buffered_bytes(member) + size > member.capacity_bytes
+                )
+            ):
+                laggards.append(member)
+        for member in laggards:
+            member.end(EndReason.LAGGED)
+        self.min_capacity = min((m.capacity for m in self.members), default=sys.maxsize)
+        self.min_capacity_bytes = min(
+            (m.capacity_bytes for m in self.members if m.capacity_bytes is not None),
+            default=sys.maxsize,
+        )
 
 
 class _Route:
@@ -132,8 +288,27 @@ class _Route:
 
 
 class Subscription:
-    """One subscriber's buffer of committed changes, in commit order. Created by
-    ``Broadcaster.subscribe``; ``close`` it when done (idempotent)."""
+    """One subscriber's place in its group's log of committed changes, in commit order (its
+    buffer: the commits from there on). Created by ``Broadcaster.subscribe``; ``close`` it when
+    done (idempotent)."""
+
+    __slots__ = (
+        "_broadcaster",
+        "_group",
+        "_group_key",
+        "_idle_at",
+        "_next",
+        "_queued",
+        "_record",
+        "_timer",
+        "_turn",
+        "_waiter",
+        "capacity",
+        "capacity_bytes",
+        "ended",
+        "paced",
+        "route",
+    )
 
     def __init__(
         self,
@@ -157,11 +332,8 @@ class Subscription:
         self._record = record
         self._group_key = group_key
         self._group = group
-        self._batches: deque[list[Change]] = deque()
-        self._buffered = 0
-        #: the buffered batches' bytes (kept only with a byte budget), parallel to ``_batches``
-        self._sizes: deque[int] = deque()
-        self._buffered_bytes = 0
+        #: the index in the group's log of the next commit to take (set by ``_Group.join``)
+        self._next = 0
         self._waiter: asyncio.Future[None] | None = None
         #: loop time at which ``next`` reports idleness, once nothing was returned since
         self._idle_at: float | None = None
@@ -175,43 +347,18 @@ class Subscription:
     @property
     def buffered(self) -> int:
         """Changes waiting in the buffer."""
-        return self._buffered
+        return self._group.buffered(self)
 
     @property
     def buffered_bytes(self) -> int:
         """Bytes of the events waiting in the buffer (0 without a byte budget)."""
-        return self._buffered_bytes
+        return self._group.buffered_bytes(self)
 
     @property
     def last_seen(self) -> LoggedEvent | None:
         """The latest event routed to this subscription's route, whether accepted or not (it
         may predate the subscription: readers only compare it with what they have sent)."""
         return self._record.last_seen
-
-    def offer(self, batch: list[Change]) -> None:
-        """Adds one commit's accepted changes; never blocks. Ends the subscription as lagged when
-        the buffer is not empty and would exceed its capacity in changes or in bytes."""
-        if self.ended is not None:
-            return
-        if self._batches and self._buffered + len(batch) > self.capacity:
-            self.end(EndReason.LAGGED)
-            return
-        if self.capacity_bytes is not None:
-            size = _batch_bytes(batch)
-            if self._batches and self._buffered_bytes + size > self.capacity_bytes:
-                self.end(EndReason.LAGGED)
-                return
-            self._sizes.append(size)
-            self._buffered_bytes += size
-        self._batches.append(batch)
-        self._buffered += len(batch)
-        waiter = self._waiter
-        if (
-            waiter is not None
-            and not waiter.done()
-            and (not self.paced or self._turn or (not self._queued and self._ask()))
-        ):
-            waiter.set_result(None)
 
     def end(self, reason: EndReason) -> None:
         """Ends the subscription: drops the buffer, unregisters, wakes the reader."""
@@ -231,13 +378,15 @@ class Subscription:
         loop = asyncio.get_running_loop()
         if self._idle_at is None:
             self._idle_at = loop.time() + idle_seconds
+        group = self._group
         while True:
             if self.ended is not None:
                 raise SubscriptionEndedError(self.ended)
-            if self._batches:
+            empty = self._next >= group.base + len(group.log)
+            if not empty:
                 if not self.paced or self._turn or (not self._queued and self._ask()):
                     self._turn = False
-                    batch = self._take()
+                    batch = group.take(self)
                     self._idle_at = loop.time() + idle_seconds
                     return batch
             else:
@@ -247,31 +396,39 @@ class Subscription:
                     return None
                 if self._timer is None:
                     self._timer = loop.call_at(self._idle_at, self._on_timer)
+                if self._next != _LEFT:
+                    group.idle[self] = None
             waiter: asyncio.Future[None] = loop.create_future()
             self._waiter = waiter
             try:
                 await waiter
             finally:
                 self._waiter = None
+                if empty:
+                    group.idle.pop(self, None)
 
     def poll(self) -> list[Change] | None:
         """The next commit's changes if they are already buffered, else None; never waits (and
         returns None once ended: ``next`` then raises). For a paced subscription: part of the
         turn of the ``next`` that just returned."""
-        if self.ended is not None or not self._batches:
+        group = self._group
+        if self.ended is not None or self._next >= group.base + len(group.log):
             return None
-        return self._take()
+        return group.take(self)
 
     def close(self) -> None:
         """Unregisters (the reader is done). Idempotent."""
         self._release()
 
-    def _take(self) -> list[Change]:
-        batch = self._batches.popleft()
-        self._buffered -= len(batch)
-        if self._sizes:
-            self._buffered_bytes -= self._sizes.popleft()
-        return batch
+    def _offered(self) -> None:
+        """A commit came while ``next`` waited with nothing buffered."""
+        waiter = self._waiter
+        if (
+            waiter is not None
+            and not waiter.done()
+            and (not self.paced or self._turn or (not self._queued and self._ask()))
+        ):
+            waiter.set_result(None)
 
     def _ask(self) -> bool:
         """A turn now (True, and ``_turn`` is set), or queued for one (False)."""
@@ -292,10 +449,6 @@ class Subscription:
         return True
 
     def _release(self) -> None:
-        self._batches.clear()
-        self._buffered = 0
-        self._sizes.clear()
-        self._buffered_bytes = 0
         self._queued = False
         if self._timer is not None:
             self._timer.cancel()
@@ -389,7 +542,7 @@ class Broadcaster:
         subscription = Subscription(
             self, route, capacity, paced, record, key, members, capacity_bytes
         )
-        members.members[subscription] = None
+        members.join(subscription)
         self._count += 1
         if paced:
             self.pacer.members += 1
@@ -420,7 +573,7 @@ class Broadcaster:
         group = subscription._group
         if subscription not in group.members:
             return
-        del group.members[subscription]
+        group.leave(subscription)
         self._count -= 1
         if subscription.paced:
             self.pacer.members -= 1
@@ -476,5 +629,4 @@ class Broadcaster:
                     total += size
                 batch.nbytes = total
         for group, batch in accepted.items():
-            for subscription in list(group.members):
-                subscription.offer(batch)
+            group.offer(batch)
