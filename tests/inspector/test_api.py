@@ -25,6 +25,7 @@ from tests.inspector.helpers import (
     read_frames,
 )
 from tests.inspector.session import APP, SESSION, USER, message, script
+from tests.observability.helpers import scrape, value
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -167,6 +168,7 @@ async def test_the_token_plot_ends_at_the_context_size(running: Running) -> None
         (f"{SESSION_PATH}/tokens?points=1", 400, "INVALID_ARGUMENT"),
         (f"{SESSION_PATH}/tokens?points=many", 400, "INVALID_ARGUMENT"),
         (f"{SESSION_PATH}/events?after=-1", 400, "INVALID_ARGUMENT"),
+        (f"{SESSION_PATH}/events?after=1000", 400, None),
         ("api/apps?limit=0", 400, "INVALID_ARGUMENT"),
         (f"api/apps/{APP}/users/{USER}/sessions?page_token=garbage", 400, "INVALID_PAGE_TOKEN"),
         (f"api/apps/{APP}/users/%20spaced%20/sessions", 400, None),
@@ -213,6 +215,36 @@ async def test_server_sent_events_deliver_an_appended_event(running: Running) ->
             reading.cancel()
     view = (await get(running, SESSION_PATH, READER)).json()
     assert view["last_sequence"] == 17
+
+
+async def _subscribers(running: Running) -> float:
+    """The sidecar's open subscriptions (``/metrics`` on the same port, read by
+    prometheus_client's parser)."""
+    samples = await scrape(running.ops_port)
+    return value(samples, "contextengine_subscribers")
+
+
+async def test_a_client_going_away_ends_its_subscription(running: Running) -> None:
+    assert await _subscribers(running) == 0
+    last = (await get(running, SESSION_PATH, READER)).json()["last_sequence"]
+    async with running.http.stream(
+        "GET", running.base + f"{SESSION_PATH}/events?after={last}", headers=bearer(READER)
+    ) as response:
+        assert response.status_code == 200
+        frames: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        reading = asyncio.create_task(read_frames(response, frames))
+        try:
+            name, _ = await asyncio.wait_for(frames.get(), 5)
+            assert name == "caught_up"
+            assert await _subscribers(running) == 1
+        finally:
+            reading.cancel()
+    # the connection is closed: the server notices at once, not at the next heartbeat (15 s)
+    for _ in range(100):
+        if await _subscribers(running) == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert await _subscribers(running) == 0
 
 
 class AnyId(str):

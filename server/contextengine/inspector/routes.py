@@ -305,8 +305,9 @@ class Inspector:
             stream = self._engine.subscribe_events(
                 subscribe_request(key.app_name, key.user_id, key.session_id, after)
             )
+            events = await session_events(stream)
             return StreamedResponse(
-                200, "text/event-stream; charset=utf-8", session_events(stream), _SECURITY_HEADERS
+                200, "text/event-stream; charset=utf-8", events, _SECURITY_HEADERS
             )
         context_query = ContextQuery.parse(query)
         if view == "context":

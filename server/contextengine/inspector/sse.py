@@ -52,11 +52,31 @@ def subscribe_request(app: str, user: str, session: str, after: int) -> pb.Subsc
     )
 
 
-async def session_events(stream: Stream[pb.SubscribeEventsResponse]) -> AsyncIterator[bytes]:
-    """The stream's frames as server-sent events; closes the subscription however it ends."""
+async def session_events(
+    stream: Stream[pb.SubscribeEventsResponse],
+) -> AsyncIterator[bytes]:
+    """The stream's frames as server-sent events, its first frame already read: a request the
+    subscription refuses (a cursor past the end of the log, SESSION_NOT_FOUND) raises here,
+    before anything is sent, so it becomes a 4xx JSON answer rather than a 200 that fails.
+    The subscription is closed however the events end."""
     try:
-        yield b": stream open\n\n"  # the response starts at once (the client sees 200)
-        async for response in stream:
+        first = await anext(stream)
+    except StopAsyncIteration:
+        first = None
+    except BaseException:
+        await stream.aclose()
+        raise
+    return _events(stream, first)
+
+
+async def _events(
+    stream: Stream[pb.SubscribeEventsResponse], first: pb.SubscribeEventsResponse | None
+) -> AsyncIterator[bytes]:
+    try:
+        yield b": stream open\n\n"
+        if first is None:
+            return
+        async for response in _chain(first, stream):
             which = response.WhichOneof("frame")
             if which == "event":
                 yield _appended(response.event)
@@ -71,6 +91,14 @@ async def session_events(stream: Stream[pb.SubscribeEventsResponse]) -> AsyncIte
         yield frame("error", {"reason": error.reason, "message": error.message})
     finally:
         await stream.aclose()
+
+
+async def _chain(
+    first: pb.SubscribeEventsResponse, rest: Stream[pb.SubscribeEventsResponse]
+) -> AsyncIterator[pb.SubscribeEventsResponse]:
+    yield first
+    async for response in rest:
+        yield response
 
 
 def _appended(subscribed: pb.SubscribedEvent) -> bytes:
