@@ -32,9 +32,9 @@ def _event(author: str, invocation: str, role: str, **part: Any) -> event_pb2.Ev
 
 def _call(invocation: str, call_id: str, city: str) -> list[event_pb2.Event]:
     args = struct_pb2.Struct()
-    args.update({"city": city, "days": 3})
+    args.update({"units": "metric", "city": city, "days": 3})  # not in sorted order
     response = struct_pb2.Struct()
-    response.update({"forecast": f"sunny in {city}", "high": 21})
+    response.update({"high": 21, "forecast": f"sunny in {city}"})
     return [
         _event(
             "agent",

@@ -12,9 +12,12 @@ persisted in the store (``content_measures``) and read back with the session's l
 first cached, so the first BuildContext after a restart tokenizes only what no earlier process
 measured. Off every caller's path:
 
-* events appended to a cached session are measured in the background (a task on the event loop,
-  in small chunks), as the view will emit them (``adk-`` call ids removed: the ids are not
-  counted, so one count serves both digests);
+* events appended to a cached session are read into the cache and measured in the background (a
+  task on the event loop, in small chunks), as read from the store (the JSON of call arguments
+  is counted in the order the store gives the keys back, which may not be the order the caller
+  sent: measuring the appended objects themselves would count what no view counts) and as the
+  view will emit them (``adk-`` call ids removed: the ids are not counted, so one count serves
+  both digests);
 * what was measured is written in batches: at ``flush_at`` new measures, else ``flush_seconds``
   after the first unwritten one, when a session leaves the cache, and at ``close``. A write that
   fails is logged and forgotten (a later process counts those contents again).
@@ -29,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from contextengine.core.context import Item, item_from_event
+from contextengine.core.errors import ContextEngineError
 from contextengine.core.tokens import (
     Measure,
     RememberingCounter,
@@ -69,6 +73,8 @@ class _Entry:
     generation: int = 0
     #: the timer of the next write of ``measures``' new ones (None: none pending)
     flush_timer: asyncio.TimerHandle | None = None
+    #: how many of ``events`` the background task has measured
+    measured_events: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,8 +108,8 @@ class SessionEventCache:
         self._entries: OrderedDict[SessionKey, _Entry] = OrderedDict()
         self._cached_events = 0
         self._generations = 0
-        #: events appended to cached sessions, not measured yet
-        self._appended: dict[SessionKey, list[event_pb2.Event]] = {}
+        #: cached sessions with events appended since the background task measured them
+        self._appended: dict[SessionKey, None] = {}
         self._measuring: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
         self._unsubscribe: Callable[[], None] | None = None
@@ -120,6 +126,7 @@ class SessionEventCache:
             self._unsubscribe = self._store.add_commit_listener(self._on_commit)
         head = await self._store.get_session(key, EventFilter(num_recent_events=0))
         entry = self._entries.get(key)
+        created = False
         if (
             entry is None
             or entry.create_time != head.create_time
@@ -133,6 +140,7 @@ class SessionEventCache:
                 generation=self._generations,
             )
             self._entries[key] = entry
+            created = True
             known = await self._store.get_content_measures(key, self._counter.name)
             entry.measures.remember(known)
         self._entries.move_to_end(key)
@@ -148,6 +156,10 @@ class SessionEventCache:
             if fresh:
                 entry.last_sequence = fresh[-1].sequence
             self._cached_events += len(fresh)
+        if created:
+            # What was there before the session was cached is measured by whoever needs it
+            # (a view); the background task measures only what is appended from now on.
+            entry.measured_events = len(entry.events)
         self._evict(keep=key)
         return SessionLog(
             entry.events,
@@ -162,18 +174,17 @@ class SessionEventCache:
         self._drop(key)
 
     async def close(self) -> None:
-        """Stops measuring appended events and writes the measures not written yet (waits for
-        the writes). Idempotent; the store must still be open."""
+        """Measures what was appended and not measured yet (nothing more is queued), then writes
+        the measures not written yet and waits for the writes. Idempotent; the store must still
+        be open."""
         if self._closed:
             return
         self._closed = True
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        self._appended.clear()
         measuring, self._measuring = self._measuring, None
         if measuring is not None:
-            measuring.cancel()
             await asyncio.gather(measuring, return_exceptions=True)
         for key, entry in self._entries.items():
             self._flush(key, entry)
@@ -224,12 +235,12 @@ class SessionEventCache:
             )
 
     def _on_commit(self, changes: Sequence[Change]) -> None:
-        """Queues the events appended to cached sessions for measuring in the background."""
+        """Queues the cached sessions that got events for measuring in the background."""
         queued = False
         for change in changes:
             if isinstance(change, LoggedEvent):
-                if change.key in self._entries and change.event.HasField("content"):
-                    self._appended.setdefault(change.key, []).append(change.event)
+                if change.key in self._entries:
+                    self._appended[change.key] = None
                     queued = True
             elif isinstance(change, SessionDeleted):
                 self._appended.pop(change.key, None)
@@ -237,19 +248,29 @@ class SessionEventCache:
             self._measuring = asyncio.get_running_loop().create_task(self._measure_appended())
 
     async def _measure_appended(self) -> None:
+        """Tops the queued sessions' entries up from the store and measures what they got."""
         while self._appended:
             key = next(iter(self._appended))
-            events = self._appended[key]
-            chunk, rest = events[:_MEASURE_CHUNK], events[_MEASURE_CHUNK:]
-            if rest:
-                self._appended[key] = rest
-            else:
-                del self._appended[key]
+            del self._appended[key]
+            if key not in self._entries:
+                continue
+            try:
+                await self.log(key)
+            except ContextEngineError:  # deleted meanwhile, or the store cannot be read
+                continue
             entry = self._entries.get(key)
-            if entry is not None:
-                _measure_as_emitted(entry.measures, [event.content for event in chunk])
+            if entry is None:
+                continue
+            while entry.measured_events < len(entry.events):
+                start = entry.measured_events
+                chunk = entry.events[start : start + _MEASURE_CHUNK]
+                entry.measured_events = start + len(chunk)
+                _measure_as_emitted(
+                    entry.measures,
+                    [event.content for event in chunk if event.HasField("content")],
+                )
                 self._schedule_flush(key, entry)
-            await asyncio.sleep(0)
+                await asyncio.sleep(0)
 
     # -- memory bound ----------------------------------------------------------------------------
 
