@@ -576,6 +576,17 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(ContextServiceGrpc.getBuildContextMethod(), method, request, true);
   }
 
+  /**
+   * A new {@link ContextView} on this client: "contents since" for one agent's view of a session
+   * ({@code build} sends {@code since} with the contents of its last answer and returns the whole
+   * contents, while only the new ones cross the wire). {@link #buildContext} itself sends a
+   * request's {@code since} as given and returns the answer as sent ({@code
+   * base_contents_count} held contents, then {@code contents}).
+   */
+  public ContextView contextView() {
+    return new ContextView(this);
+  }
+
   /** Signals the end of an invocation; the engine may compact in the background. Blocks; throws {@link ContextEngineException}. */
   public EndInvocationResponse endInvocation(EndInvocationRequest request) {
     return await(endInvocationAsync(request));
