@@ -446,6 +446,21 @@ class ContextEngine private constructor(
         timeout,
     )
 
+    /**
+     * A [ContextFollower] of `agentName`'s view of a session ("contents since"): its `build()`
+     * returns the whole contents while only the new ones cross the wire.
+     */
+    fun contextView(
+        session: SessionRef,
+        agentName: String = "",
+        model: ModelIdentity? = null,
+    ): ContextFollower = contextView(
+        session.buildContext(agentName).toBuilder().also { b -> if (model != null) b.setModel(model) }.build(),
+    )
+
+    /** A [ContextFollower] of the view `request` describes (its `since` is the follower's to set). */
+    fun contextView(request: BuildContextRequest): ContextFollower = ContextFollower(this, request)
+
     /** Ends an invocation; true when a compaction was scheduled. */
     suspend fun endInvocation(session: SessionRef, invocationId: String, timeout: Duration? = null): Boolean =
         endInvocation(session.endInvocation(invocationId), timeout).scheduled
