@@ -47,7 +47,10 @@ import java.util.Optional;
  *       compacts first: google-adk 2.13's (Python's) history, not ADK Java's own. The
  *       contents' genai form is kept (a bounded cache keyed by the engine's content, see {@link
  *       #ContextEnginePlugin(ContextEngineClient, String, long)}): a call converts only the
- *       contents no earlier call had, not its whole history again.
+ *       contents no earlier call had, not its whole history again; and the engine sends only
+ *       the contents added since the agent's previous call ("contents since": a {@code
+ *       ContextView} per session and agent view, see {@link #ContextEnginePlugin(ContextEngineClient,
+ *       String, long, int)}), all of them after a rewind or a compaction.
  *   <li><b>Prompt caching</b>, when the engine's app configuration has a {@code
  *       context_cache_config}: a cache the decision names (reused, or created by the engine with
  *       {@code managed_gemini_caches}) is sent as {@code config.cachedContent}, without the system
@@ -69,8 +72,12 @@ public final class ContextEnginePlugin extends BasePlugin {
   /** The default bound of the converted-contents cache, in contents. */
   public static final long DEFAULT_CONTENTS_CACHE_SIZE = 50_000;
 
+  /** The default number of agent views of sessions kept for "contents since". */
+  public static final int DEFAULT_CONTEXT_VIEWS = 16;
+
   private final ContextEngineClient client;
   private final ContentCache converted;
+  private final ContextViews views;
 
   /** The plugin over {@code client} (the session service's; shared, not closed). */
   public ContextEnginePlugin(ContextEngineClient client) {
@@ -88,9 +95,22 @@ public final class ContextEnginePlugin extends BasePlugin {
    * converts only the contents its history did not have on an earlier call.
    */
   public ContextEnginePlugin(ContextEngineClient client, String name, long contentsCacheSize) {
+    this(client, name, contentsCacheSize, DEFAULT_CONTEXT_VIEWS);
+  }
+
+  /**
+   * The plugin keeping, besides the converted contents, the last contents of at most {@code
+   * contextViews} agent views of sessions (session, agent, branch, {@code includeContents}, model;
+   * least recently used evicted), so that the engine sends a model call only the contents added
+   * since that view's previous call ("contents since"; all of them after a rewind or a
+   * compaction). 0: every call gets all the contents from the engine.
+   */
+  public ContextEnginePlugin(
+      ContextEngineClient client, String name, long contentsCacheSize, int contextViews) {
     super(name);
     this.client = Objects.requireNonNull(client, "client");
     this.converted = new ContentCache(contentsCacheSize);
+    this.views = new ContextViews(client, contextViews);
   }
 
   @Override
@@ -113,7 +133,7 @@ public final class ContextEnginePlugin extends BasePlugin {
           BuildContextRequest build = buildRequest(context, llmAgent, current);
           BuildContextResponse response;
           try {
-            response = client.buildContext(build);
+            response = views.build(build);
           } catch (ContextEngineException e) {
             if ("SESSION_NOT_FOUND".equals(e.reason())) {
               throw new IllegalStateException(
