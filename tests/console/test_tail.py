@@ -10,13 +10,12 @@ import queue
 import signal
 import subprocess
 import threading
-from pathlib import Path
 from typing import IO
 
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import content_pb2, event_pb2
 from tests.console.conftest import APP, USER
-from tests.console.helpers import Sidecar, sidecar, spawn
+from tests.console.helpers import Sidecar, spawn
 
 WAIT = 30.0
 
@@ -101,26 +100,26 @@ def test_tail_follows_a_live_append_and_ctrl_c_ends_it(console_sidecar: Sidecar)
     assert "Traceback" not in rest
 
 
-def test_tail_resumes_after_the_sidecar_restarts(tmp_path: Path) -> None:
-    with sidecar(tmp_path) as running:
-        _append(running.target, "restarted", "before", create=True)
-        process = spawn(
-            "events", "tail", APP, USER, "restarted", "--json", "--target", running.target
-        )
-        assert process.stdout is not None
-        assert process.stderr is not None
-        out, err = Lines(process.stdout), Lines(process.stderr)
-        try:
-            assert json.loads(out.until('"before"'))["sequence"] == 1
-            err.until("caught up")
-            running.stop()
-            running.start()  # the same port and database
-            _append(running.target, "restarted", "after")
-            after = json.loads(out.until('"after"'))
-            assert after["sequence"] == 2  # a JSON number
-            assert after["content"]["parts"] == [{"text": "after"}]
-        finally:
-            status, rest = _interrupt(process, out, err)
+def test_tail_resumes_after_the_sidecar_restarts(console_sidecar: Sidecar) -> None:
+    """The tests' sidecar is stopped and started again on its port and SQLite file (what it holds
+    stays for the other tests)."""
+    running = console_sidecar
+    _append(running.target, "restarted", "before", create=True)
+    process = spawn("events", "tail", APP, USER, "restarted", "--json", "--target", running.target)
+    assert process.stdout is not None
+    assert process.stderr is not None
+    out, err = Lines(process.stdout), Lines(process.stderr)
+    try:
+        assert json.loads(out.until('"before"'))["sequence"] == 1
+        err.until("caught up")
+        running.stop()
+        running.start()  # the same port and database
+        _append(running.target, "restarted", "after")
+        after = json.loads(out.until('"after"'))
+        assert after["sequence"] == 2  # a JSON number
+        assert after["content"]["parts"] == [{"text": "after"}]
+    finally:
+        status, rest = _interrupt(process, out, err)
     assert status == 130
     assert "Traceback" not in rest
     printed = [json.loads(line) for line in out.seen]

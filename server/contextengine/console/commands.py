@@ -48,6 +48,10 @@ TOKEN_FILE_ENV = "CONTEXTENGINE_TOKEN_FILE"
 #: exit status of a command interrupted by Ctrl-C (128 + SIGINT)
 INTERRUPTED = 130
 
+#: gRPC's reconnection backoff grows to two minutes by default; an operator following a sidecar
+#: through a restart wants it back within seconds of it serving again
+_RECONNECT = (("grpc.initial_reconnect_backoff_ms", 250), ("grpc.max_reconnect_backoff_ms", 2000))
+
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,6 +138,7 @@ class Connection:
             return ContextEngineClient(
                 self.target,
                 timeout=self.timeout,
+                channel_options=_RECONNECT,
                 token=self.token,
                 tls=self.tls,
                 root_certificates=self.root_certificates,
