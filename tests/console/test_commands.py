@@ -5,6 +5,7 @@ as one line with a hint and their exit status, and the help naming what the comm
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 
@@ -283,3 +284,36 @@ def test_tokens_against_an_auth_enabled_sidecar(
         monkeypatch.setenv("CONTEXTENGINE_TOKEN", "s3cret-token")
         monkeypatch.setenv("CONTEXTENGINE_TARGET", secured.target)
         assert "0 sessions of shop" in _ok("sessions", "list", APP)
+
+
+def test_context_options_reach_build_context(console_sidecar: Sidecar) -> None:
+    """--model and --provider name the model the prompt cache's fingerprint covers."""
+    target = ("--target", console_sidecar.target)
+    base = ("context", APP, USER, PLAIN, "--agent", AGENT, "--json", *target)
+    gemini = json.loads(_ok(*base, "--model", "gemini-2.5-flash"))
+    claude = json.loads(_ok(*base, "--provider", "anthropic", "--model", "claude-sonnet-4"))
+    assert [c["parts"] for c in claude["contents"]] == [c["parts"] for c in gemini["contents"]]
+    assert claude["fingerprint"] != gemini["fingerprint"]
+    again = json.loads(_ok(*base, "--model", "gemini-2.5-flash"))
+    assert again["fingerprint"] == gemini["fingerprint"]
+
+
+def test_config_set_reads_standard_input(
+    console_sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"memory": {"max_results": 7}}'))
+    stored = json.loads(
+        _ok("config", "set", "stdin-app", "-f", "-", "--json", "--target", console_sidecar.target)
+    )
+    assert stored["app_name"] == "stdin-app"
+    assert stored["memory"]["max_results"] == 7
+
+
+def test_sessions_delete_asks_first(
+    console_sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    run = cli("sessions", "delete", APP, USER, PLAIN, "--target", console_sidecar.target)
+    assert run.status == 1
+    assert "aborted" in run.err
+    assert _ok("sessions", "show", APP, USER, PLAIN, "--json", "--target", console_sidecar.target)
