@@ -15,6 +15,8 @@ from contextengine.v1 import content_pb2, event_pb2
 APP = "trips"
 USER = "alice"
 SESSION = "lisbon-may"
+#: the same script, for the browser tests
+BROWSER_SESSION = "lisbon-may-2"
 #: the log starts ten minutes ago (the rewind event is stamped by the server, now)
 T0 = float(int(time.time())) - 600.0
 

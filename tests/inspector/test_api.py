@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from contextengine.server import ContextEngineServer, ServerSettings
 from tests.inspector.helpers import (
@@ -21,21 +19,14 @@ from tests.inspector.helpers import (
     Running,
     bearer,
     get,
-    inspector_sidecar,
     read_frames,
 )
-from tests.inspector.session import APP, SESSION, USER, message, script
+from tests.inspector.session import APP, BROWSER_SESSION, SESSION, USER, message, script
 from tests.observability.helpers import scrape, value
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = pytest.mark.asyncio(loop_scope="package")
 
 SESSION_PATH = f"api/apps/{APP}/users/{USER}/sessions/{SESSION}"
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Running]:
-    async with inspector_sidecar(tmp_path_factory.mktemp("inspector")) as sidecar:
-        yield sidecar
 
 
 def _error(response: httpx.Response, status: int, reason: str | None = None) -> dict[str, Any]:
@@ -92,7 +83,7 @@ async def test_grants_decide_what_is_listed_and_shown(running: Running) -> None:
     for view in ("", "/context", "/tokens", "/events"):
         _error(await get(running, SESSION_PATH + view, OTHER_APP), 403, "PERMISSION_DENIED")
     sessions = (await get(running, f"api/apps/{APP}/users/{USER}/sessions", READER)).json()
-    assert [s["id"] for s in sessions["sessions"]] == [SESSION]
+    assert [s["id"] for s in sessions["sessions"]] == [SESSION, BROWSER_SESSION]
     assert sessions["sessions"][0]["last_sequence"] == 16
 
 
@@ -275,14 +266,31 @@ async def test_the_inspector_is_open_without_tokens(tmp_path: Path) -> None:
 
         async with ContextEngineClient(server.target, attempts=1) as client:
             await script(client, "open-one")
+            await client.create_session(APP, USER, "open-two")
+            await client.create_session(APP, "zoe", "z1")
+            await client.create_session("another-app", "u", "s")
         async with httpx.AsyncClient() as http:
             base = f"http://127.0.0.1:{server.ops_port}/inspector/api/"
             apps = await http.get(base + "apps")
             session = await http.get(base + f"apps/{APP}/users/{USER}/sessions/open-one")
             metrics = await http.get(f"http://127.0.0.1:{server.ops_port}/metrics")
-        assert apps.json()["apps"] == [APP]
+            # paging: apps and users by name, sessions by ListSessions' page token
+            first_app = (await http.get(base + "apps?limit=1")).json()
+            next_app = await http.get(base + f"apps?limit=1&after={first_app['next_after']}")
+            users = (await http.get(base + f"apps/{APP}/users?limit=1")).json()
+            sessions = (await http.get(base + f"apps/{APP}/users/{USER}/sessions?limit=1")).json()
+            rest = await http.get(
+                base + f"apps/{APP}/users/{USER}/sessions",
+                params={"page_token": sessions["next_page_token"]},
+            )
+        assert apps.json()["apps"] == ["another-app", APP]
         assert session.json()["events_total"] == 16
         assert metrics.status_code == 200  # the operations endpoints are unchanged
+        assert first_app == {"apps": ["another-app"], "next_after": "another-app"}
+        assert next_app.json()["apps"] == [APP]
+        assert users == {"users": [USER], "next_after": USER}
+        assert [s["id"] for s in sessions["sessions"]] == ["open-one"]
+        assert [s["id"] for s in rest.json()["sessions"]] == ["open-two"]
     finally:
         await server.stop(grace=0.5)
 

@@ -14,10 +14,10 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from tests.browser import require_chromium
-from tests.inspector.helpers import ADMIN, READER, Running, inspector_sidecar
-from tests.inspector.session import APP, SESSION, USER, message
+from tests.inspector.helpers import ADMIN, READER, Running
+from tests.inspector.session import APP, BROWSER_SESSION as SESSION, USER, message
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = pytest.mark.asyncio(loop_scope="package")
 
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "inspector"
 #: how long the page may take to show something (a loaded 2-core machine)
@@ -25,13 +25,7 @@ WAIT_MS = 15_000
 HOSTILE = '<img src="x" onerror="window.pwned = 1"> <b>not bold</b>'
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Running]:
-    async with inspector_sidecar(tmp_path_factory.mktemp("browser")) as sidecar:
-        yield sidecar
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="package", loop_scope="package")
 async def browser() -> AsyncIterator[Browser]:
     chromium = require_chromium()
     async with async_playwright() as playwright:

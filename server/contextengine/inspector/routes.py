@@ -245,11 +245,12 @@ class Inspector:
         if grant is not None and not grant.covers_app(app):
             # the authorizer's own refusal (and message) for this app
             self._check(request, (_S + "ListSessions",), spb.ListSessionsRequest(app_name=app))
-        users = await self._api.users(app, limit, after)
+        found = await self._api.users(app, limit, after)
+        users = found
         if grant is not None:
             users = [
                 user
-                for user in users
+                for user in found
                 if self._allowed(
                     request,
                     _S + "ListSessions",
@@ -257,7 +258,7 @@ class Inspector:
                 )
             ]
         return _json(
-            200, {"users": users, "next_after": users[-1] if len(users) == limit else None}
+            200, {"users": users, "next_after": found[-1] if len(found) == limit else None}
         )
 
     async def _sessions(self, request: HttpRequest, parts: list[str]) -> Answer:

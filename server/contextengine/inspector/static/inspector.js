@@ -115,21 +115,45 @@ function writeHash() {
 
 // --------------------------------------------------------------------------- apps, users, sessions
 
-function fillPick(list, items, selected, label, onPick) {
+/**
+ * Fills a pick list page by page: ``fetchPage(cursor)`` gives ``{items, next}`` (``next``: the
+ * cursor of the following page, or null); a "more" entry loads the next page.
+ */
+async function fillPick(list, fetchPage, selected, label, onPick) {
   list.replaceChildren();
-  if (!items.length) list.append(el("li", { class: "muted", text: "none" }));
-  for (const item of items) {
-    const [value, note] = label(item);
-    const li = el("li", { data: { value } }, value, note ? el("span", { class: "muted", text: ` ${note}` }) : null);
-    if (value === selected) li.classList.add("selected");
-    li.addEventListener("click", () => onPick(value));
-    list.append(li);
-  }
+  const add = async (cursor) => {
+    const { items, next } = await fetchPage(cursor);
+    for (const item of items) {
+      const [value, note] = label(item);
+      const li = el("li", { data: { value } }, value, note ? el("span", { class: "muted", text: ` ${note}` }) : null);
+      if (value === selected) li.classList.add("selected");
+      li.addEventListener("click", () => onPick(value).catch((error) => setStatus(error.message, true)));
+      list.append(li);
+    }
+    if (next) {
+      const more = el("li", { class: "muted more", text: "more…" });
+      more.addEventListener("click", () => {
+        more.remove();
+        add(next).catch((error) => setStatus(error.message, true));
+      });
+      list.append(more);
+    }
+    if (!list.children.length) list.append(el("li", { class: "muted", text: "none" }));
+  };
+  await add(null);
 }
 
 async function loadApps() {
-  const body = await api("apps");
-  fillPick($("apps"), body.apps, state.app, (a) => [a, ""], pickApp);
+  await fillPick(
+    $("apps"),
+    async (after) => {
+      const body = await api("apps", { after });
+      return { items: body.apps, next: body.next_after };
+    },
+    state.app,
+    (a) => [a, ""],
+    pickApp,
+  );
 }
 
 async function pickApp(app, keep = false) {
@@ -140,8 +164,16 @@ async function pickApp(app, keep = false) {
   }
   for (const li of $("apps").children) li.classList.toggle("selected", li.dataset.value === app);
   $("sessions").replaceChildren();
-  const body = await api(`apps/${seg(app)}/users`);
-  fillPick($("users"), body.users, state.user, (u) => [u, ""], (u) => pickUser(u));
+  await fillPick(
+    $("users"),
+    async (after) => {
+      const body = await api(`apps/${seg(app)}/users`, { after });
+      return { items: body.users, next: body.next_after };
+    },
+    state.user,
+    (u) => [u, ""],
+    (u) => pickUser(u),
+  );
   writeHash();
 }
 
@@ -149,10 +181,13 @@ async function pickUser(user, keep = false) {
   state.user = user;
   if (!keep) state.session = null;
   for (const li of $("users").children) li.classList.toggle("selected", li.dataset.value === user);
-  const body = await api(`apps/${seg(state.app)}/users/${seg(user)}/sessions`);
-  fillPick(
+  const app = state.app;
+  await fillPick(
     $("sessions"),
-    body.sessions,
+    async (page_token) => {
+      const body = await api(`apps/${seg(app)}/users/${seg(user)}/sessions`, { page_token });
+      return { items: body.sessions, next: body.next_page_token || null };
+    },
     state.session,
     (s) => [s.id, `${s.last_sequence} events`],
     (s) => openSession(s),
