@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from contextengine.client import ContextEngineClient
+from tests.auth import certs
 from tests.console.conftest import AGENT, APP, COMPACTED, PLAIN, SCRATCH, USER, script
 from tests.console.helpers import T0, Sidecar, check_snapshot, cli, free_port, sidecar
 
@@ -264,26 +265,33 @@ def test_the_help_names_the_connection_options_and_what_lists_need() -> None:
     assert "no RPC that lists apps or users" in " ".join(group.split())
 
 
-def test_tokens_against_an_auth_enabled_sidecar(
+def test_tls_and_tokens_against_a_secured_sidecar(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with sidecar(tmp_path, "--auth-token", "s3cret-token") as secured:
-        target = ("--target", secured.target)
-        run = cli("sessions", "list", APP, *target)
+    """A sidecar with TLS and a token: --ca-file verifies it, and the token comes from
+    --token-file, --token or CONTEXTENGINE_TOKEN; without them, one line says what is missing."""
+    pki = certs.write(tmp_path / "pki")
+    tls = ("--tls-cert-file", str(pki.server_cert), "--tls-key-file", str(pki.server_key))
+    with sidecar(tmp_path, "--auth-token", "s3cret-token", *tls) as secured:
+        target = ("--target", secured.target, "--timeout", "3")
+        run = cli("sessions", "list", APP, *target)  # plaintext to a TLS port
+        assert run.status == 1
+        assert run.err.startswith(f"error: UNAVAILABLE: {secured.target}: ")
+        verified = (*target, "--ca-file", str(pki.ca))
+        run = cli("sessions", "list", APP, *verified)
         assert run.status == 1
         assert run.err.startswith("error: UNAUTHENTICATED UNAUTHENTICATED: ")
         assert "--token-file" in run.err
-        run = cli("sessions", "list", APP, "--token", "wrong-token", *target)
+        run = cli("sessions", "list", APP, "--token", "wrong-token", *verified)
         assert run.status == 1
         assert run.err.startswith("error: UNAUTHENTICATED TOKEN_INVALID: ")
         token_file = tmp_path / "token"
         token_file.write_text("s3cret-token\n")
-        assert "0 sessions of shop" in _ok(
-            "sessions", "list", APP, "--token-file", str(token_file), *target
-        )
+        listed = _ok("sessions", "list", APP, "--token-file", str(token_file), *verified)
+        assert "0 sessions of shop" in listed
         monkeypatch.setenv("CONTEXTENGINE_TOKEN", "s3cret-token")
         monkeypatch.setenv("CONTEXTENGINE_TARGET", secured.target)
-        assert "0 sessions of shop" in _ok("sessions", "list", APP)
+        assert "0 sessions of shop" in _ok("sessions", "list", APP, "--ca-file", str(pki.ca))
 
 
 def test_context_options_reach_build_context(console_sidecar: Sidecar) -> None:

@@ -228,7 +228,10 @@ def _connection_options(fn: F) -> F:
 
 
 _json_option = click.option(
-    "--json", "as_json", is_flag=True, help="print proto3 JSON (proto field names) for scripts"
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print proto3 JSON for scripts (proto field names; 64-bit integers as numbers)",
 )
 
 
@@ -477,7 +480,11 @@ def events_tail(
 @click.argument("session")
 @click.option("--agent", required=True, help="the agent whose model call the context is for")
 @click.option("--branch", default=None, help="the agent's branch (ADK's event.branch)")
-@click.option("--model", default="", help="the model name (what the token count uses)")
+@click.option(
+    "--model",
+    default="",
+    help="the model the call is for (the prompt cache's fingerprint covers it)",
+)
 @click.option(
     "--provider",
     type=click.Choice(sorted(_PROVIDERS)),
