@@ -54,8 +54,10 @@ class TokenCounter(Protocol):
 
 
 def _json(struct_dict: dict[str, Any]) -> str:
-    # json.dumps defaults (ASCII escapes, ", " and ": " separators), as ADK measures.
-    return json.dumps(struct_dict)
+    # json.dumps defaults (ASCII escapes, ", " and ": " separators), as ADK measures, with the
+    # keys sorted: a parsed Struct's fields come out in an order that changes from process to
+    # process (protobuf's map order), and a count must not (it is kept across restarts).
+    return json.dumps(struct_dict, sort_keys=True)
 
 
 def content_pieces(content: content_pb2.Content) -> Iterable[str]:
