@@ -221,7 +221,8 @@ def event_line(event: event_pb2.Event, width: int = LINE_CHARS) -> Text:
     """One line for an event: ``#sequence author | what it says`` (a summary as ``(summary)``
     with the range it covers)."""
     author = "(summary)" if event.actions.HasField("compaction") else event.author
-    line = Text(f"#{event.sequence:<3} ", style="bold")
+    line = Text()
+    line.append(f"#{event.sequence:<3} ", style="bold")
     line.append(f"{author:<12}", style=_author_style(event))
     line.append(f" | {_event_body(event, width)}")
     line.no_wrap = True
@@ -357,7 +358,8 @@ def summary_view(event: event_pb2.Event, note: str = "", max_lines: int = SUMMAR
     """A summary event: ``★ summary #N (note): replaces events #a-#b``, the time span it covers
     (the compaction's start and end timestamps) and the first lines of its text."""
     compaction = event.actions.compaction
-    head = Text("★ ", style="magenta")
+    head = Text()
+    head.append("★ ", style="magenta")
     head.append(f"summary #{event.sequence}", style="bold magenta")
     head.append(f" ({note})" if note else "")
     head.append(f": replaces events #{compaction.start_sequence}-#{compaction.end_sequence}")
@@ -421,7 +423,8 @@ def content_line(
     estimated tokens, a short rendering of its parts (a reframed turn's without the
     preamble)."""
     role = content.role or "?"
-    line = Text(f"{index:>3}  ", style="bold")
+    line = Text()
+    line.append(f"{index:>3}  ", style="bold")
     line.append(f"{role:<5}", style=_ROLE_STYLE.get(role, ""))
     who = f"{author} ({note})" if note else author
     line.append(f"  {who:<24}", style="magenta" if author.startswith("summary") else "")
@@ -446,7 +449,8 @@ def context_view(
     summaries = [e for e in events if e.actions.HasField("compaction")]
     by_parts = {_parts_key(e.content): e for e in events if e.content.parts}
     estimate = response.token_estimate
-    head = Text(title or "context", style="bold")
+    head = Text()
+    head.append(title or "context", style="bold")
     head.append(
         f": {len(response.contents)} contents, {estimate.tokens} tokens ({estimate.counter}), "
         f"up to event #{response.last_sequence}"
