@@ -4,9 +4,12 @@ A bare ``grpc.aio`` server (its own process, one generic unary-stream method, no
 encoding: the same bytes every time) keeps ``streams`` server streams open to a bare ``grpc.aio``
 client (this process, ``channels`` channels, reading with ``call.read()`` and doing nothing else),
 and sends each stream one message of ``message_bytes`` every ``period`` seconds, every stream at
-the same instants (the cheapest schedule: spacing the messages out costs more). The CPU both
-processes use per message is the floor of any Python gRPC fan-out on this machine: the sidecar's
-subscription service, a real client, the store and the writer all come on top.
+the same instants (``spread`` False: the cheapest schedule, as gRPC then writes and completes
+many messages per turn of the event loop), or each stream at its own offset within the period
+(``spread`` True: stream ``k`` of ``n`` at ``k / n`` of it, the schedule of a fan-out that serves
+subscribers one after the other). The CPU both processes use per message is the floor of any
+Python gRPC fan-out on this machine: the sidecar's subscription service, a real client, the store
+and the writer all come on top.
 
 ``subscribe`` uses it to show the budget of the issue's targets: a p99 under 20 ms needs every
 subscriber to get a message at least every ~15-20 ms, i.e. ``subscribers / period`` messages a
@@ -36,6 +39,7 @@ class Floor:
     streams: int
     period: float
     message_bytes: int
+    spread: bool
     messages: int
     seconds: float
     server_cpu_seconds: float
@@ -63,21 +67,30 @@ def _identity(data: bytes) -> bytes:
     return data
 
 
-def _server_process(conn: Connection, period: float, seconds: float, size: int) -> None:
-    asyncio.run(_serve(conn, period, seconds, size))
+def _server_process(
+    conn: Connection, period: float, seconds: float, size: int, streams: int, spread: bool
+) -> None:
+    asyncio.run(_serve(conn, period, seconds, size, streams, spread))
 
 
-async def _serve(conn: Connection, period: float, seconds: float, size: int) -> None:
+async def _serve(
+    conn: Connection, period: float, seconds: float, size: int, streams: int, spread: bool
+) -> None:
     payload = b"x" * size
     loop = asyncio.get_running_loop()
     #: the first tick, shared by every stream (set by the first stream to open, plus a margin
     #: for the others to open)
     epoch: list[float] = []
+    opened = 0
 
     async def stream(request: bytes, context: object) -> object:
+        nonlocal opened
         if not epoch:
             epoch.append(loop.time() + 0.5)
         start = epoch[0]
+        if spread:
+            start += (opened % streams) / streams * period
+        opened += 1
         ticks = _ticks(period, seconds)
         tick = 0
         while tick < ticks:
@@ -104,7 +117,13 @@ async def _serve(conn: Connection, period: float, seconds: float, size: int) -> 
 
 
 async def measure(
-    *, streams: int, channels: int, period: float, seconds: float, message_bytes: int
+    *,
+    streams: int,
+    channels: int,
+    period: float,
+    seconds: float,
+    message_bytes: int,
+    spread: bool = False,
 ) -> Floor | None:
     """One run (None where ``/proc`` is missing: the CPU times are the point)."""
     if not proc.AVAILABLE:
@@ -112,7 +131,9 @@ async def measure(
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
     process = context.Process(
-        target=_server_process, args=(child, period, seconds, message_bytes), daemon=True
+        target=_server_process,
+        args=(child, period, seconds, message_bytes, streams, spread),
+        daemon=True,
     )
     process.start()
     try:
@@ -153,6 +174,7 @@ async def measure(
         streams,
         period,
         message_bytes,
+        spread,
         sum(counts),
         _ticks(period, seconds) * period,
         server_cpu,

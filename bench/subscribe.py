@@ -1,34 +1,42 @@
-"""Subscriptions: 100 subscribers follow one session while a writer appends 500 events/s.
+"""Subscriptions: 100 subscribers follow one session; what the fan-out costs against bare gRPC.
 
 The sidecar runs as a separate process (``python -m contextengine serve``, SQLite, default
-durability). The writer (this process) appends one event at a time, paced: event ``i`` is sent at
-``start + i / rate`` s, or at once when the writer is behind; it writes for a fixed time, so a
-writer that cannot keep the pace simply writes fewer events. The subscribers run in another
-process: 100 ``subscribe_events`` streams of the Python client over a few channels, each
-following the session from its first event, as the client does by default: it asks for batches
-on the wire (up to 256 events per gRPC message; the server paces busy subscribers so that a
-message carries what was recorded since the previous one) and yields one ``event`` frame per
-event. At the issue's rate the same workload also runs with one message per event
-(``max_events_per_frame=1``: never batched, never paced) for comparison. Every process stamps
-times with the same system-wide monotonic clock, so times compare across processes.
+durability), on the asyncio event loop and then on uvloop (``--event-loop uvloop``, when uvloop is
+installed), each in the same run. The writer (this process) appends one event at a time, paced:
+event ``i`` is sent at ``start + i / rate`` s, or at once when the writer is behind; it writes for a
+fixed time, so a writer that cannot keep the pace simply writes fewer events. The subscribers run
+in another process: 100 ``subscribe_events`` streams of the Python client over 4 channels, each
+following the session from its first event. Every process stamps times with the same system-wide
+monotonic clock, so times compare across processes.
 
-For each offered rate (500 events/s, the issue's workload, then lower rates to show where this
-machine copes), each on a fresh session of the same sidecar:
+Workloads, each on a fresh session: 100 subscribers x 100 events/s and x 500 events/s with
+batched frames (``max_events_per_frame=256``, what the client asks for on the wire by default;
+given explicitly so that the subscribers see the wire's frames and count them: the server paces
+busy subscribers, so a message carries what was recorded since the previous one), and 100 x
+100 events/s with one message per event (``max_events_per_frame=1``: never batched, never paced).
+Each workload runs the writer alone first, then the writer with the subscribers.
 
-Rows are labelled with the rate and the mode (``default`` or ``per message``):
+The fan-out's CPU is the sidecar's CPU from the writer's first append until every subscriber has
+every event, minus what the same number of appends cost it with nobody subscribed (the writer
+alone, just before): what the subscriptions add. It is given per delivered message (a gRPC message
+to one subscriber) and per delivered event (an event to one subscriber), beside **the floor**
+(``grpc_floor``): a bare ``grpc.aio`` server process streaming the same number of streams the same
+bytes (the mean frame size of the workload) at the same message rate (the workload's messages per
+stream and second), its server CPU per message; and the ratio of the two, which the issue wants
+within 1.2x.
 
-* ``writer alone``: the paced writer, nobody subscribed.
-* ``writer + N subscribers``: the same writer while N subscribers follow the session.
-* ``delivery, ack -> receipt``: per event and subscriber, from the moment the writer has the
-  append's acknowledgement to the moment the subscriber has the event. Negative when the event
-  reached the subscriber before the acknowledgement reached the writer (the store notifies
-  subscribers before it answers the writer).
-* ``delivery, send -> receipt``: the same from the moment the writer sent the append.
+Rows are labelled with the loop, the rate and the mode:
 
-On delivery rows, "bench CPU" is the subscriber process's CPU per delivery. Then the same
-machine's floor, with no engine at all (``grpc_floor``): a bare gRPC server streaming to a bare
-client, one message per subscriber every 15 ms (what a p99 under 20 ms needs) and every 50 ms,
-and notes that add the cores the writer alone used to it: the budget of the issue's targets.
+* ``writer alone`` / ``writer + N subscribers``: the paced writer; "vs ADK" is the rate with
+  subscribers over the rate alone (1.00x: it kept its pace).
+* ``delivery, ack -> receipt``: per event and subscriber, from the writer having the append's
+  acknowledgement to the subscriber having the event (negative when the event reached the
+  subscriber first: the store notifies subscribers before it answers the writer); p50/p99.
+* ``fan-out per message``: the fan-out's sidecar CPU per delivered message ("server CPU us/ev").
+* ``bare gRPC floor``: the floor's server CPU per message.
+
+When the machine has more than 2 cores the workloads run once more with the subscriber process
+pinned to cores of its own (``os.sched_setaffinity``), the sidecar and the writer to the others.
 
 Data checks: every subscriber received every event exactly once and in order, and the writer's
 events got the sequences 1..n.
@@ -38,61 +46,75 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import math
 import multiprocessing
 import os
 import tempfile
 import time
 from array import array
-from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from bench import DataCheckError, Measurement, Options, Report, Target, grpc_floor
-from bench.sidecar import Sidecar
+from bench.sidecar import Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
+from contextengine.store import MemoryStore, SessionKey
+from contextengine.subscriptions.broadcaster import Broadcaster, Subscription, session_route
 from contextengine.v1 import content_pb2, event_pb2
 
 APP = "bench"
 USER = "user-1"
 
-#: the issue's workload and targets
-ISSUE_RATE = 500.0
-P99_TARGET_MS = 20.0
-THROUGHPUT_RATIO_TARGET = 0.8
-
+#: the issue's targets: fan-out CPU per message within 1.2x of the floor
+FLOOR_RATIO_TARGET = 1.2
 START_TIMEOUT_SECONDS = 30.0
 #: how long subscribers get, after the writer stopped, to receive the last event
 DRAIN_TIMEOUT_SECONDS = 120.0
-#: message periods of the bare gRPC floor: what the p99 target needs (every subscriber served
-#: every 15 ms), and the sidecar's own longest hold under load (50 ms)
-FLOOR_PERIODS = (0.015, 0.05)
+#: what the Python client asks for on the wire by default (it then splits the frames)
+WIRE_BATCH = 256
+PER_MESSAGE_MODE = 1
+#: (offered events per second, max_events_per_frame)
+WORKLOADS = ((100.0, WIRE_BATCH), (500.0, WIRE_BATCH), (100.0, PER_MESSAGE_MODE))
 
 
 @dataclass(frozen=True)
 class Sizes:
     #: how long the writer writes, per workload
     seconds: float
-    #: the offered rates (events per second), the issue's first
-    rates: tuple[float, ...]
     subscribers: int
     #: channels the subscribers share
     channels: int
-    #: stored events each subscriber replays in the capacity workload
-    replay_events: int
 
 
-FULL_SIZES = Sizes(
-    seconds=10.0,
-    rates=(ISSUE_RATE, 100.0, 50.0, 20.0),
-    subscribers=100,
-    channels=4,
-    replay_events=1000,
-)
-QUICK_SIZES = Sizes(
-    seconds=2.0, rates=(ISSUE_RATE, 50.0), subscribers=100, channels=4, replay_events=500
-)
+FULL_SIZES = Sizes(seconds=6.0, subscribers=100, channels=4)
+QUICK_SIZES = Sizes(seconds=2.0, subscribers=100, channels=4)
+
+
+def loops() -> tuple[str, ...]:
+    """The event loops the sidecar is measured on: asyncio, and uvloop when installed."""
+    return ("asyncio", "uvloop") if importlib.util.find_spec("uvloop") else ("asyncio",)
+
+
+@dataclass(eq=False)
+class LoopSidecar(Sidecar):
+    """The sidecar on the event loop ``event_loop`` (``serve --event-loop``)."""
+
+    event_loop: str = "asyncio"
+
+    def command(self, profile_file: Path | None = None) -> list[str]:
+        command = super().command(profile_file)
+        if self.event_loop != "asyncio":
+            command += ["--event-loop", self.event_loop]
+        return command
+
+    def pin(self, cores: set[int]) -> None:
+        """Pins the running process (all its threads) to ``cores``."""
+        process = self._process
+        if process is not None:
+            for tid in os.listdir(f"/proc/{process.pid}/task"):
+                os.sched_setaffinity(int(tid), cores)
 
 
 def now() -> float:
@@ -180,6 +202,8 @@ class Received:
     live_frames: int
     #: events they carried
     live_events: int
+    #: the encoded bytes of those frames
+    live_bytes: int
     #: CPU seconds the subscriber process used from "ready" to the last event
     cpu_seconds: float = 0.0
 
@@ -192,9 +216,13 @@ def subscriber_process(
     capacity: int,
     per_frame: int,
     conn: Connection,
+    cores: set[int] | None = None,
 ) -> None:
-    """Entry point of the subscriber process. Sends "ready" once every subscriber is caught up,
-    then receives the number of events written, and answers with a ``Received``."""
+    """Entry point of the subscriber process (pinned to ``cores`` when given). Sends "ready" once
+    every subscriber is caught up, then receives the number of events written, and answers with a
+    ``Received``."""
+    if cores is not None:
+        os.sched_setaffinity(0, cores)
     received = asyncio.run(
         _subscribe_all(target, session_id, subscribers, channels, capacity, per_frame, conn)
     )
@@ -215,7 +243,7 @@ async def _subscribe_all(
     last = [0] * subscribers
     caught_up = [0] * subscribers
     out_of_order = 0
-    live_frames = live_events = 0
+    live_frames = live_events = live_bytes = 0
     ready = asyncio.Event()
     #: the number of events written, once the writer is done
     goal = math.inf
@@ -226,7 +254,7 @@ async def _subscribe_all(
             done.set()
 
     async def follow(k: int, client: ContextEngineClient) -> None:
-        nonlocal out_of_order, live_frames, live_events
+        nonlocal out_of_order, live_frames, live_events, live_bytes
         mine = times[k]
         stream = client.subscribe_events(APP, USER, session_id, max_events_per_frame=per_frame)
         async with contextlib.aclosing(stream):
@@ -238,6 +266,7 @@ async def _subscribe_all(
                     if ready.is_set():
                         live_frames += 1
                         live_events += len(batch)
+                        live_bytes += frame.ByteSize()
                     for subscribed in batch:
                         sequence = subscribed.event.sequence
                         if sequence <= capacity:
@@ -273,15 +302,12 @@ async def _subscribe_all(
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
     resubscriptions = sum(max(0, count - 1) for count in caught_up)
-    return Received(times, resubscriptions, out_of_order, live_frames, live_events, cpu_seconds)
+    return Received(
+        times, resubscriptions, out_of_order, live_frames, live_events, live_bytes, cpu_seconds
+    )
 
 
 # The workloads ---------------------------------------------------------------------------------
-
-
-def _percentile(values: Sequence[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
 def _writer_row(name: str, written: Written, baseline: float | None) -> Measurement:
@@ -302,7 +328,13 @@ class Subscribers:
     is caught up, ``finish`` once every subscriber has the given number of events."""
 
     def __init__(
-        self, target: str, session_id: str, sizes: Sizes, capacity: int, per_frame: int
+        self,
+        target: str,
+        session_id: str,
+        sizes: Sizes,
+        capacity: int,
+        per_frame: int,
+        cores: set[int] | None,
     ) -> None:
         context = multiprocessing.get_context("spawn")
         self._parent, child = context.Pipe()
@@ -316,6 +348,7 @@ class Subscribers:
                 capacity,
                 per_frame,
                 child,
+                cores,
             ),
             daemon=True,
         )
@@ -341,61 +374,8 @@ class Subscribers:
             self._process.kill()
 
 
-async def _with_subscribers(
-    client: ContextEngineClient, server: Sidecar, sizes: Sizes, rate: float, per_frame: int
-) -> tuple[Written, Received]:
-    session = await client.create_session(APP, USER)
-    capacity = math.ceil(rate * sizes.seconds) + 1
-    subscribers = Subscribers(server.target, session.id, sizes, capacity, per_frame)
-    try:
-        await subscribers.start()
-        written = await paced_writer(client, session.id, rate, sizes.seconds, server)
-        received = await subscribers.finish(written.events)
-    finally:
-        await subscribers.stop()
-    return written, received
-
-
-#: ``max_events_per_frame`` of the modes: the client's default, and one event per message
-DEFAULT_MODE = 0
-PER_MESSAGE_MODE = 1
-
-
 def _mode(per_frame: int) -> str:
-    if per_frame == DEFAULT_MODE:
-        return "default"
     return "per message" if per_frame == 1 else f"batched x{per_frame}"
-
-
-async def _replay_capacity(
-    client: ContextEngineClient, server: Sidecar, sizes: Sizes, per_frame: int, report: Report
-) -> Measurement:
-    """How fast the sidecar pushes frames at all: every subscriber replays a stored session
-    (no writer: the store is read in pages, so this is the cost of sending)."""
-    session = await client.create_session(APP, USER)
-    events = sizes.replay_events
-    for start in range(0, events, 100):
-        batch = [event(n) for n in range(start, min(events, start + 100))]
-        await client.append_events(APP, USER, session.id, batch)
-    subscribers = Subscribers(server.target, session.id, sizes, events, per_frame)
-    cpu_before = server.cpu_seconds()
-    try:
-        await subscribers.start()  # returns once every subscriber has replayed everything
-        received = await subscribers.finish(events)
-    finally:
-        await subscribers.stop()
-    cpu_after = server.cpu_seconds()
-    mode = _mode(per_frame)
-    report.checks.append(_check(received, events, f"replay, {mode}"))
-    times = [t for per in received.times for t in per[1:]]
-    return Measurement(
-        f"replay, {mode}: {sizes.subscribers} subscribers x {events} stored events",
-        len(times),
-        max(times) - min(times),
-        server_cpu_seconds=(
-            None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-        ),
-    )
 
 
 def _check(received: Received, events: int, label: str) -> str:
@@ -415,84 +395,114 @@ def _check(received: Received, events: int, label: str) -> str:
     )
 
 
-def _frame_bytes(events: float) -> int:
-    """The encoded size of an ``events`` frame carrying ``events`` of the writer's events."""
-    one = len(event(0).SerializeToString()) + 24  # the frame's envelope, cursor and sequence
-    return max(1, round(events)) * one
-
-
-def _floor_row(floor: grpc_floor.Floor) -> Measurement:
-    return Measurement(
-        f"bare gRPC floor: {floor.streams} streams, {floor.message_bytes:,} B every "
-        f"{floor.period * 1000:.0f} ms (per message)",
-        floor.messages,
-        floor.seconds,
-        client_cpu_seconds=floor.client_cpu_seconds,
-        server_cpu_seconds=floor.server_cpu_seconds,
-    )
-
-
-def _budget_notes(issue: RateResult, floors: Sequence[grpc_floor.Floor]) -> list[str]:
-    """The issue's targets against this machine's cores: the writer alone plus bare gRPC."""
-    alone = issue.alone
-    if alone.server_cpu_seconds is None or alone.client_cpu_seconds is None or not alone.events:
-        return []
-    per_append = (alone.server_cpu_seconds + alone.client_cpu_seconds) / alone.events
-    writer_cores = per_append * issue.rate
-    cores = os.cpu_count() or 1
-    notes = [
-        f"budget: the writer alone at {issue.rate:.0f}/s would need {writer_cores:.2f} cores "
-        f"(sidecar + writer process, {per_append * 1e3:.2f} ms of CPU per append); "
-        f"this machine has {cores}"
-    ]
-    notes.extend(
-        f"budget: a message to each of {floor.streams} subscribers every "
-        f"{floor.period * 1000:.0f} ms is {floor.messages_per_second:,.0f} messages/s, "
-        f"{floor.cores:.2f} cores for bare gRPC alone (no engine, no parsing); with the "
-        f"writer: {writer_cores + floor.cores:.2f} of {cores} cores"
-        for floor in floors
-    )
-    return notes
-
-
 @dataclass
-class RateResult:
+class FanOut:
+    """One workload on one loop: the writer alone, with subscribers, and the fan-out's cost."""
+
+    label: str
+    loop: str
     rate: float
     per_frame: int
     alone: Measurement
     shared: Measurement
     by_ack: Measurement
-    by_send: Measurement
+    #: the sidecar's CPU the subscriptions added (see the module's doc)
+    fanout_cpu_seconds: float
+    #: gRPC messages delivered (frames with events, all subscribers) and events delivered
+    messages: int
+    deliveries: int
+    message_bytes: float
+    #: seconds from the first append until the subscribers had everything
+    seconds: float
+    subscribers: int
+    #: the bare gRPC floor, every stream at the same instants and spread over the period
+    floor: grpc_floor.Floor | None = None
+    floor_spread: grpc_floor.Floor | None = None
+
+    @property
+    def per_message_us(self) -> float:
+        return self.fanout_cpu_seconds / max(self.messages, 1) * 1e6
+
+    @property
+    def per_event_us(self) -> float:
+        return self.fanout_cpu_seconds / max(self.deliveries, 1) * 1e6
+
+    @property
+    def period(self) -> float:
+        """Seconds between two messages of one stream, on average."""
+        return self.subscribers * self.seconds / max(self.messages, 1)
+
+    @property
+    def floor_us(self) -> float | None:
+        return _per_message_us(self.floor)
+
+    @property
+    def ratio(self) -> float | None:
+        """Fan-out CPU per message over the floor's (the issue's ratio)."""
+        floor = self.floor_us
+        return None if floor is None or floor <= 0 else self.per_message_us / floor
+
+    @property
+    def spread_ratio(self) -> float | None:
+        floor = _per_message_us(self.floor_spread)
+        return None if floor is None or floor <= 0 else self.per_message_us / floor
+
+    @property
+    def beyond_floor_per_event_us(self) -> float | None:
+        """The fan-out's CPU beyond the floor's for the same messages, per delivered event."""
+        floor = self.floor_us
+        if floor is None:
+            return None
+        return (self.per_message_us - floor) * self.messages / max(self.deliveries, 1)
 
 
-async def _at_rate(
+def _per_message_us(floor: grpc_floor.Floor | None) -> float | None:
+    if floor is None or not floor.messages:
+        return None
+    return floor.server_cpu_seconds / floor.messages * 1e6
+
+
+async def _fan_out(
     client: ContextEngineClient,
-    server: Sidecar,
+    server: LoopSidecar,
     sizes: Sizes,
     rate: float,
     per_frame: int,
+    cores: set[int] | None,
     report: Report,
-) -> RateResult:
+) -> FanOut:
+    pinned = "" if cores is None else ", subscribers pinned"
+    label = f"{server.event_loop}{pinned}, {rate:.0f}/s, {_mode(per_frame)}"
     alone_session = await client.create_session(APP, USER)
     alone = await paced_writer(client, alone_session.id, rate, sizes.seconds, server)
-    written, received = await _with_subscribers(client, server, sizes, rate, per_frame)
-    label = f"{rate:.0f}/s, {_mode(per_frame)}"
+    session = await client.create_session(APP, USER)
+    capacity = math.ceil(rate * sizes.seconds) + 1
+    subscribers = Subscribers(server.target, session.id, sizes, capacity, per_frame, cores)
+    try:
+        await subscribers.start()
+        cpu_before = server.cpu_seconds()
+        start = now()
+        written = await paced_writer(client, session.id, rate, sizes.seconds, server)
+        received = await subscribers.finish(written.events)
+        cpu_after = server.cpu_seconds()
+    finally:
+        await subscribers.stop()
     report.checks.append(_check(received, written.events, label))
-    if per_frame != DEFAULT_MODE:
-        report.notes.append(
-            f"{label}: {received.live_events / max(received.live_frames, 1):.2f} events per "
-            f"live frame on average ({received.live_frames:,} frames for "
-            f"{received.live_events:,} deliveries)"
-        )
-    by_ack: list[float] = []
-    by_send: list[float] = []
-    for times in received.times:
-        for n in range(written.events):
-            by_ack.append((times[n + 1] - written.acked[n]) * 1000)
-            by_send.append((times[n + 1] - written.sent[n]) * 1000)
-    alone_row = _writer_row(f"{label}: writer alone", alone, None)
+    last = max(t for per in received.times for t in per[1 : written.events + 1])
+    if cpu_before is None or cpu_after is None or alone.server_cpu_seconds is None:
+        raise RuntimeError("the sidecar's CPU time cannot be read (no /proc)")
+    per_append = alone.server_cpu_seconds / max(alone.events, 1)
+    fanout_cpu = (cpu_after - cpu_before) - per_append * written.events
+    by_ack = [
+        (times[n + 1] - written.acked[n]) * 1000
+        for times in received.times
+        for n in range(written.events)
+    ]
     deliveries = written.events * sizes.subscribers
-    return RateResult(
+    alone_row = _writer_row(f"{label}: writer alone", alone, None)
+    return FanOut(
+        label,
+        server.event_loop,
         rate,
         per_frame,
         alone_row,
@@ -508,117 +518,278 @@ async def _at_rate(
             tuple(by_ack),
             client_cpu_seconds=received.cpu_seconds,
         ),
-        Measurement(
-            f"{label}: delivery, send -> receipt", deliveries, written.seconds, tuple(by_send)
-        ),
+        fanout_cpu,
+        received.live_frames,
+        received.live_events,
+        received.live_bytes / max(received.live_frames, 1),
+        last - start,
+        sizes.subscribers,
     )
+
+
+async def _on_loop(
+    event_loop: str,
+    tmp: Path,
+    sizes: Sizes,
+    cores: tuple[set[int], set[int]] | None,
+    options: Options,
+    report: Report,
+) -> list[FanOut]:
+    """Every workload on a sidecar running ``event_loop`` (with ``cores``: the sidecar and the
+    writer on the first set, the subscribers on the second)."""
+    name = f"subscribe-{event_loop}" + ("-pinned" if cores else "")
+    server = LoopSidecar(
+        tmp,
+        name,
+        start_timeout=START_TIMEOUT_SECONDS,
+        event_loop=event_loop,
+        profile=options.profile,
+    )
+    async with server, ContextEngineClient(server.target, attempts=1) as client:
+        if cores is not None:
+            server.pin(cores[0])
+            os.sched_setaffinity(0, cores[0])
+        await client.wait_ready(START_TIMEOUT_SECONDS)
+        warmup = await client.create_session(APP, USER, "warm-up")
+        for n in range(200):
+            await client.append_event(APP, USER, warmup.id, event(n))
+        results = [
+            await _fan_out(
+                client,
+                server,
+                sizes,
+                rate,
+                per_frame,
+                None if cores is None else cores[1],
+                report,
+            )
+            for rate, per_frame in WORKLOADS
+        ]
+    if options.profile:
+        report.notes.append(profile_summary(server.profiles, f"sidecar ({event_loop})", 30))
+    return results
+
+
+def _rows(result: FanOut) -> list[Measurement]:
+    rows = [
+        result.alone,
+        result.shared,
+        result.by_ack,
+        Measurement(
+            f"{result.label}: fan-out per message ({result.message_bytes:,.0f} B, one every "
+            f"{result.period * 1000:.1f} ms per stream)",
+            result.messages,
+            result.seconds,
+            server_cpu_seconds=result.fanout_cpu_seconds,
+        ),
+    ]
+    for floor in (result.floor, result.floor_spread):
+        if floor is not None:
+            schedule = "spread over" if floor.spread else "aligned,"
+            rows.append(
+                Measurement(
+                    f"{result.label}: bare gRPC floor ({floor.streams} streams, "
+                    f"{floor.message_bytes:,} B, {schedule} every {floor.period * 1000:.1f} ms, "
+                    "per message)",
+                    floor.messages,
+                    floor.seconds,
+                    client_cpu_seconds=floor.client_cpu_seconds,
+                    server_cpu_seconds=floor.server_cpu_seconds,
+                )
+            )
+    return rows
+
+
+def _summary(result: FanOut) -> str:
+    floor = result.floor_us
+    ratio, spread, beyond = result.ratio, result.spread_ratio, result.beyond_floor_per_event_us
+    versus = (
+        "no floor (no /proc)"
+        if floor is None or ratio is None or spread is None or beyond is None
+        else f"floor {floor:.1f} us per message, ratio {ratio:.2f}x (to the spread floor "
+        f"{spread:.2f}x); {beyond:.2f} us per delivered event beyond the floor"
+    )
+    return (
+        f"{result.label}: fan-out {result.per_message_us:.1f} us of sidecar CPU per delivered "
+        f"message, {versus}; {result.per_event_us:.2f} us per delivered event "
+        f"({result.deliveries / max(result.messages, 1):.1f} events per message); writer "
+        f"{result.shared.ratio or 0.0:.2f}x of its rate alone "
+        f"({result.shared.events_per_second:,.0f}/s of {result.rate:.0f}/s offered); delivery "
+        f"p50 {result.by_ack.percentile_ms(0.5) or 0.0:.1f} ms, "
+        f"p99 {result.by_ack.percentile_ms(0.99) or 0.0:.1f} ms"
+    )
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """The engine's own share of the fan-out, without gRPC: one ``Broadcaster`` over an
+    in-memory store, ``subscribers`` subscriptions of one group (the event streams' case), and
+    the CPU of this process per delivery beyond the same appends with nobody subscribed."""
+
+    subscribers: int
+    commits: int
+    #: per (commit, subscriber) with every subscriber woken by every commit (one message each)
+    per_wake_us: float
+    #: per delivered event with subscribers that read every ``read_period`` (a paced frame each)
+    per_event_us: float
+    read_period: float
+
+
+async def _in_process(subscribers: int, commits: int, read_period: float) -> InProcess:
+    key = SessionKey(APP, USER, "in-process")
+
+    async def appends(store: MemoryStore, pause: float) -> float:
+        start = time.process_time()
+        for n in range(commits):
+            await store.append_events(key, [event(n)], None)
+            await asyncio.sleep(pause)
+        return time.process_time() - start
+
+    async def one(readers: int, pause: float, period: float) -> float:
+        store = MemoryStore()
+        await store.open()
+        await store.create_session(key, {}, 1.0)
+        broadcaster = Broadcaster(store)
+        broadcaster.start()
+        subscriptions = [
+            broadcaster.subscribe(session_route(key), lambda change: True, 1 << 20, group="all")
+            for _ in range(readers)
+        ]
+
+        async def read(subscription: Subscription) -> None:
+            while True:
+                await subscription.next(60.0)
+                while subscription.poll() is not None:
+                    pass
+                if period:
+                    await asyncio.sleep(period)
+
+        tasks = [asyncio.create_task(read(subscription)) for subscription in subscriptions]
+        try:
+            return await appends(store, pause)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await broadcaster.shutdown(0.0)
+            await store.close()
+
+    pause = 0.001
+    alone = await one(0, pause, 0.0)
+    woken = await one(subscribers, pause, 0.0)
+    paced = await one(subscribers, pause, read_period)
+    deliveries = commits * subscribers
+    return InProcess(
+        subscribers,
+        commits,
+        (woken - alone) / deliveries * 1e6,
+        (paced - alone) / deliveries * 1e6,
+        read_period,
+    )
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 async def run(options: Options) -> Report:
     sizes = QUICK_SIZES if options.quick else FULL_SIZES
+    cores_total = os.cpu_count() or 1
     report = Report(
         "subscribe",
         parameters={
             "seconds_per_workload": sizes.seconds,
-            "offered_events_per_second": list(sizes.rates),
+            "workloads": [
+                {"events_per_second": rate, "max_events_per_frame": per_frame}
+                for rate, per_frame in WORKLOADS
+            ],
             "subscribers": sizes.subscribers,
             "subscriber_channels": sizes.channels,
-            "replay_events": sizes.replay_events,
-            "grpc_floor_periods_ms": [period * 1000 for period in FLOOR_PERIODS],
-            "modes": "default (client default: up to 256 events per message, split by the "
-            "client), per message (max_events_per_frame=1)",
+            "event_loops": list(loops()),
+            "cpu_count": cores_total,
+            "load_average_start": _load(),
             "quick": options.quick,
         },
     )
+    results: list[FanOut] = []
     with tempfile.TemporaryDirectory(prefix="ce-bench-sub-") as tmp:
-        async with (
-            Sidecar(Path(tmp), "subscribe", start_timeout=START_TIMEOUT_SECONDS) as server,
-            ContextEngineClient(server.target, attempts=1) as client,
-        ):
-            await client.wait_ready(START_TIMEOUT_SECONDS)
-            warmup = await client.create_session(APP, USER, "warm-up")
-            for n in range(200):
-                await client.append_event(APP, USER, warmup.id, event(n))
-            results = [
-                await _at_rate(client, server, sizes, rate, DEFAULT_MODE, report)
-                for rate in sizes.rates
-            ]
-            # The same issue workload, one message per event: what batching changes.
-            per_event = await _at_rate(
-                client, server, sizes, sizes.rates[0], PER_MESSAGE_MODE, report
-            )
-            replays = [
-                await _replay_capacity(client, server, sizes, per_frame, report)
-                for per_frame in (DEFAULT_MODE, PER_MESSAGE_MODE)
-            ]
-    floors = [
-        floor
-        for period in FLOOR_PERIODS
-        if (
-            floor := await grpc_floor.measure(
+        for event_loop in loops():
+            results += await _on_loop(event_loop, Path(tmp), sizes, None, options, report)
+        if cores_total > 2:
+            half = cores_total // 2
+            split = (set(range(half)), set(range(half, cores_total)))
+            try:
+                results += await _on_loop("asyncio", Path(tmp), sizes, split, options, report)
+            finally:
+                os.sched_setaffinity(0, set(range(cores_total)))
+    # The floors after the sidecars, so that no floor runs next to a sidecar.
+    for result in results:
+        for spread in (False, True):
+            floor = await grpc_floor.measure(
                 streams=sizes.subscribers,
                 channels=sizes.channels,
-                period=period,
+                period=result.period,
                 seconds=sizes.seconds,
-                message_bytes=_frame_bytes(ISSUE_RATE * period),
+                message_bytes=max(1, round(result.message_bytes)),
+                spread=spread,
             )
+            if spread:
+                result.floor_spread = floor
+            else:
+                result.floor = floor
+    engine = await _in_process(sizes.subscribers, 500 if options.quick else 2000, 0.05)
+    report.parameters["load_average_end"] = _load()
+    for result in results:
+        report.measurements.extend(_rows(result))
+        ratio = result.ratio
+        if ratio is not None:
+            report.targets.append(
+                Target(
+                    f"{result.label}: headroom, {FLOOR_RATIO_TARGET}x the floor / fan-out "
+                    "CPU per message",
+                    FLOOR_RATIO_TARGET / ratio,
+                    1.0,
+                    "x",
+                )
+            )
+    report.notes.extend(_summary(result) for result in results)
+    by_key = {(r.loop, r.rate, r.per_frame): r for r in results if r.label.count(",") == 2}
+    for rate, per_frame in WORKLOADS:
+        base, fast = (
+            by_key.get(("asyncio", rate, per_frame)),
+            by_key.get(("uvloop", rate, per_frame)),
         )
-        is not None
-    ]
-
-    results.insert(1, per_event)
-    for result in results:
-        report.measurements.extend([result.alone, result.shared, result.by_ack, result.by_send])
-    report.measurements.extend(replays)
-    report.measurements.extend(_floor_row(floor) for floor in floors)
-    issue = results[0]
-    p99 = issue.by_ack.percentile_ms(0.99) or 0.0
-    report.targets.extend(
-        [
-            Target(
-                f"{issue.rate:.0f}/s, {_mode(issue.per_frame)}: writer throughput with "
-                f"{sizes.subscribers} subscribers / alone",
-                issue.shared.ratio or 0.0,
-                THROUGHPUT_RATIO_TARGET,
-                "x",
-            ),
-            Target(
-                f"{issue.rate:.0f}/s, {_mode(issue.per_frame)}: p99 delivery latency headroom, "
-                f"{P99_TARGET_MS:.0f} ms / p99 (ack -> receipt)",
-                P99_TARGET_MS / p99 if p99 > 0 else math.inf,
-                1.0,
-                "x",
-            ),
-        ]
+        if base is not None and fast is not None and base.ratio and fast.ratio:
+            report.notes.append(
+                f"uvloop / asyncio, {rate:.0f}/s {_mode(per_frame)}: fan-out per message "
+                f"{fast.per_message_us / base.per_message_us:.2f}x, ratio to the floor "
+                f"{base.ratio:.2f}x -> {fast.ratio:.2f}x, writer "
+                f"{base.shared.ratio or 0.0:.2f}x -> {fast.shared.ratio or 0.0:.2f}x of its rate"
+            )
+    report.notes.append(
+        f"the engine alone, without gRPC (one Broadcaster over an in-memory store, "
+        f"{engine.subscribers} subscriptions of one group, {engine.commits:,} one-event "
+        f"commits, CPU beyond the same appends unsubscribed): {engine.per_wake_us:.2f} us per "
+        f"(commit, subscriber) when every commit wakes every subscriber (a message each), "
+        f"{engine.per_event_us:.2f} us per delivered event when subscribers read every "
+        f"{engine.read_period * 1000:.0f} ms (a paced frame)"
     )
-    for result in results:
+    if cores_total <= 2:
         report.notes.append(
-            f"{result.rate:.0f}/s offered, {_mode(result.per_frame)}: writer {result.alone.events_per_second:,.0f}/s alone, "
-            f"{result.shared.events_per_second:,.0f}/s with {sizes.subscribers} subscribers; "
-            f"delivery after the acknowledgement p50 {result.by_ack.percentile_ms(0.5):.2f} ms, "
-            f"p99 {result.by_ack.percentile_ms(0.99):.2f} ms; after the send p99 "
-            f"{result.by_send.percentile_ms(0.99):.2f} ms"
+            f"this machine has {cores_total} cores: the subscribers were not pinned to cores of "
+            "their own (that run needs more than 2); sidecar, writer and subscriber processes "
+            "share both cores"
         )
     report.notes.extend(
         [
-            "'vs ADK' is the writer's rate with subscribers relative to the writer alone at the "
-            "same offered rate; the writer is paced, so 1.00x means it kept its pace",
-            "p50/p99 of writer rows: the append's round trip (send -> acknowledgement); of "
-            "delivery rows: per (event, subscriber)",
-            "sidecar, writer and subscribers are three processes sharing this machine's CPUs; "
-            "per message, every event is one gRPC message per subscriber, so the sidecar sends "
-            "rate x subscribers messages per second; by default a message carries the events "
-            "recorded since the subscriber's previous one, and the sidecar spaces each "
-            "subscriber's messages out when its event loop is busy (see "
-            "docs/design/subscriptions.md)",
+            "fan-out CPU = the sidecar's CPU from the first append until every subscriber had "
+            "every event, minus the writer alone's sidecar CPU per append times the appends; "
+            "the floor is a bare grpc.aio server (asyncio) sending every stream the workload's "
+            "mean frame bytes at the workload's message rate, all streams at the same instants "
+            "(the issue's ratio), and the same with the streams spread evenly over the period",
+            f"load average (1, 5, 15 min) at the start {report.parameters['load_average_start']}, "
+            f"at the end {report.parameters['load_average_end']}",
         ]
     )
-    report.notes.extend(_budget_notes(issue, floors))
-    for replay in replays:
-        report.notes.append(
-            f"{replay.name}: events per second the sidecar delivers when nothing else happens "
-            f"(its ceiling on this machine): {replay.events_per_second:,.0f}/s, "
-            f"{(replay.server_cpu_seconds or 0) / max(replay.events, 1) * 1e6:.1f} us of "
-            "sidecar CPU per delivered event"
-        )
     return report
