@@ -219,9 +219,12 @@ def _hash_token() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if _console_argv(given):
-        from contextengine.console.commands import main as console_main
+        try:
+            from contextengine.console.commands import main as console_main
 
-        return console_main(given)
+            return console_main(given)
+        except KeyboardInterrupt:  # Ctrl-C while the console's modules load
+            return 130
     from contextengine.config import ConfigError
 
     args = parse(given)

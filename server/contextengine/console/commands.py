@@ -360,7 +360,11 @@ def events_list(
     """The events of a session in log order: sequence, time, author, kind, content."""
 
     async def work(client: ContextEngineClient) -> pb.ListEventsResponse:
-        first = await client.list_events_page(app, user, session, after_sequence=after)
+        start = after
+        if last is not None:  # sequences have no gaps: only the last pages are read
+            probe = await client.list_events_page(app, user, session, page_size=1)
+            start = max(after, probe.last_sequence - last)
+        first = await client.list_events_page(app, user, session, after_sequence=start)
         answer = pb.ListEventsResponse(last_sequence=first.last_sequence)
         answer.events.extend(first.events)
         if first.next_page_token:
