@@ -174,13 +174,17 @@ async def test_bad_requests_are_4xx_json(
 
 
 async def test_nothing_is_written_through_the_inspector(running: Running) -> None:
-    async with httpx.AsyncClient() as http:
-        for method in ("POST", "PUT", "DELETE", "PATCH"):
-            response = await http.request(
-                method, running.base + SESSION_PATH, headers=bearer(ADMIN)
-            )
-            _error(response, 405)
-            assert "GET" in response.headers["allow"]
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        response = await running.http.request(
+            method, running.base + SESSION_PATH, headers=bearer(ADMIN)
+        )
+        _error(response, 405)
+        assert "GET" in response.headers["allow"]
+    head = await running.http.head(running.base + f"{SESSION_PATH}/events", headers=bearer(ADMIN))
+    assert (head.status_code, head.headers["allow"]) == (405, "GET")
+    page = await running.http.head(running.base)
+    assert page.status_code == 200
+    assert page.content == b""
 
 
 async def test_server_sent_events_deliver_an_appended_event(running: Running) -> None:

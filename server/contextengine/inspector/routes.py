@@ -155,6 +155,12 @@ class Inspector:
                     [("allow", "GET, HEAD")],
                 )
             if request.path.startswith(_API) or request.path + "/" == _API:
+                if request.method != "GET":  # HEAD is for the page: a stream has no head only
+                    return _json(
+                        405,
+                        {"error": {"status": 405, "message": "the inspector's API is GET only"}},
+                        [("allow", "GET")],
+                    )
                 return await self._api_answer(request)
             name = request.path[len(PREFIX) :]
             if name in _STATIC:
