@@ -157,6 +157,13 @@ async def test_the_session_timeline_context_plot_and_live_updates(
     assert await page.evaluate("window.pwned") is None
     await expect(page.locator("#context-agent")).to_have_text("researcher")  # kept
     await expect(plot.locator("circle.point")).to_have_count(7)
+    # a burst of appends: the page ends up showing the last of them
+    async with running.client(ADMIN) as client:
+        for n in range(5):
+            await client.append_event(
+                APP, USER, SESSION, message("researcher", "inv-10", f"burst {n}", 41 + n)
+            )
+    await expect(page.locator('#timeline > li[data-sequence="22"]')).to_contain_text("burst 4")
     await page.screenshot(path=str(SHOTS / "live.png"))
     await page.close()
     assert problems == []

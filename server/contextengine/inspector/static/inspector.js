@@ -31,7 +31,8 @@ const state = {
   view: null, // the session view (events, agents, branches)
   stream: null, // AbortController of the live stream
   lastSequence: 0,
-  refreshTimer: null,
+  refreshing: false, // a refresh is scheduled or running
+  dirty: false, // events arrived since the running refresh started
   open: new Set(), // "log:<sequence>" / "context:<index>" of the rows showing their JSON
 };
 
@@ -511,11 +512,24 @@ function handleFrame(text) {
   }
 }
 
+// One refresh at a time: events arriving while one runs make one more run after it (at most one
+// a second while the session grows fast), so a busy session is followed without flooding the
+// sidecar and without missing the last events.
 function scheduleRefresh() {
-  clearTimeout(state.refreshTimer);
-  state.refreshTimer = setTimeout(() => {
-    loadSession($("agent").value).catch((error) => setStatus(error.message, true));
-  }, 250);
+  state.dirty = true;
+  if (state.refreshing) return;
+  state.refreshing = true;
+  const again = async () => {
+    state.dirty = false;
+    try {
+      await loadSession($("agent").value);
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+    if (state.dirty) setTimeout(again, 1000);
+    else state.refreshing = false;
+  };
+  setTimeout(again, 250);
 }
 
 // --------------------------------------------------------------------------- start
