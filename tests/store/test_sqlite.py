@@ -310,6 +310,65 @@ def test_run_batch_savepoints(tmp_path: Path) -> None:
         assert not conn.in_transaction
 
 
+def test_run_batch_of_one_failing_operation_writes_nothing(tmp_path: Path) -> None:
+    """A lone operation runs without a savepoint: its failure rolls the transaction back."""
+    with raw(tmp_path / "b.db") as conn:
+        conn.isolation_level = None
+        conn.execute("CREATE TABLE t (x INTEGER)")
+
+        def failing(tx: WriteTx) -> int:
+            tx.db.execute("INSERT INTO t VALUES (1)")
+            raise ValueError("boom")
+
+        def writing(tx: WriteTx) -> int:
+            tx.db.execute("INSERT INTO t VALUES (2)")
+            return 2
+
+        (failed,) = run_batch(conn, SessionCache(10), [failing])
+        assert isinstance(getattr(failed, "error", None), ValueError)
+        assert not conn.in_transaction
+        assert run_batch(conn, SessionCache(10), [writing]) == [2]
+        assert [row[0] for row in conn.execute("SELECT x FROM t")] == [2]
+
+
+async def test_a_lone_failing_write_leaves_the_session_as_it_was(db_path: Path) -> None:
+    async with opened(db_path) as store:
+        await store.create_session(KEY, {}, 1.0)
+        await store.append_events(KEY, [ev("a")], None)
+        await pytest_raises_reason(
+            "SEQUENCE_MISMATCH", store.append_events(KEY, [ev("b")], expected_last_sequence=0)
+        )
+        outcome = await store.append_events(KEY, [ev("c")], expected_last_sequence=1)
+        assert [e.sequence for e in outcome.events] == [2]
+        events, last = await store.list_events(KEY, 0, 10)
+        assert ([e.id for e in events], last) == (["a", "c"], 2)
+
+
+def _wal_size_and_frames(db_path: Path) -> tuple[int, int]:
+    """The WAL file's size and the frames it holds (a PASSIVE checkpoint reports them)."""
+    size = Path(f"{db_path}-wal").stat().st_size
+    with raw(db_path) as conn:
+        frames = int(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+    return size, frames
+
+
+@pytest.mark.parametrize("durability", ["normal", "full"])
+async def test_the_wal_is_checkpointed_while_appends_go_on(db_path: Path, durability: str) -> None:
+    """With durability=normal the commits run on the event loop and the WAL's checkpoints on a
+    connection of their own; the WAL is still copied into the file as the log grows, instead of
+    holding every commit since the store opened."""
+    async with opened(db_path, durability=durability) as store:
+        await store.create_session(KEY, {}, 1.0)
+        for n in range(600):
+            await store.append_events(KEY, [ev(f"e{n}", text="x" * 200)], None)
+        wal, log_frames = _wal_size_and_frames(db_path)
+        assert (await store.list_events(KEY, 0, 1000))[1] == 600
+    # 600 commits of several pages each, never checkpointed, would make a WAL of thousands
+    # of frames (over 10 MB).
+    assert log_frames < 1500
+    assert wal < 8 * 1024 * 1024
+
+
 def test_session_cache_is_bounded() -> None:
     cache = SessionCache(2)
     for n in range(3):

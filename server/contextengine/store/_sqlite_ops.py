@@ -117,9 +117,16 @@ def append_events(
     )
     if plan.new_events:
         db = tx.db
-        db.executemany(_INSERT_EVENT, [event_row(row.pk, event) for event in plan.new_events])
-        # The only writer inserts the rows one after the other: their positions are consecutive.
-        (last_position,) = db.execute("SELECT last_insert_rowid()").fetchone()
+        if len(plan.new_events) == 1:
+            last_position = db.execute(
+                _INSERT_EVENT, event_row(row.pk, plan.new_events[0])
+            ).lastrowid
+        else:
+            db.executemany(_INSERT_EVENT, [event_row(row.pk, event) for event in plan.new_events])
+            # The only writer inserts the rows one after the other: their positions are
+            # consecutive.
+            (last_position,) = db.execute("SELECT last_insert_rowid()").fetchone()
+        assert last_position is not None
         first_position = last_position - len(plan.new_events) + 1
         tx.changes.extend(
             LoggedEvent(key, copy_event(event), first_position + i)

@@ -1,10 +1,20 @@
 """The single writer: batches concurrent write operations into one transaction per batch.
 
 Callers ``submit`` an operation (a synchronous function of a ``WriteTx``) and wait. One task takes
-everything queued (up to ``max_batch``), and on the connection's thread runs it inside one
-``BEGIN IMMEDIATE`` transaction, each operation under its own SAVEPOINT so that a failing operation
+everything queued (up to ``max_batch``), and runs it inside one ``BEGIN IMMEDIATE`` transaction, each operation under its own SAVEPOINT so that a failing operation
 rolls back only itself, then COMMITs once. Only after the commit are the callers answered, so an
 acknowledged write is durable. If the commit itself fails, every operation of the batch fails.
+
+Where the batch runs: on the connection's own thread (aiosqlite's), or, ``direct``, on the event
+loop's thread. A commit that does not wait for the disk (``synchronous=NORMAL`` in WAL mode:
+the frames are written to the WAL, fsync happens at checkpoints) costs less CPU than the round
+trip to another thread and back (two wake-ups and GIL hand-overs, about as much as the insert
+itself), so the store runs those batches directly. The WAL checkpoints, which do wait for the
+disk, then run on a connection of their own (``checkpointer``) on its thread, after every
+``checkpoint_every`` batches, instead of inside a commit (the writer's connection has
+``wal_autocheckpoint = 0``); the next batch waits for the checkpoint, as a batch waited for the
+checkpoint inside the commit before it, so that it catches up with the WAL's end. Commits that
+fsync (``synchronous=FULL``) stay on the thread.
 
 Operations record what they changed (``WriteTx.changes``); right after a COMMIT, on the event loop,
 the changes of the batch's successful operations are handed to ``on_commit`` in commit order (the
@@ -28,6 +38,7 @@ flap between the two.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections import OrderedDict
@@ -40,7 +51,9 @@ import aiosqlite
 
 from contextengine.core.errors import ContextEngineError
 from contextengine.store._base import Change, SessionKey
-from contextengine.store._sqlite_conn import run
+from contextengine.store._sqlite_conn import direct, run
+
+_LOG = logging.getLogger("contextengine.store")
 
 T = TypeVar("T")
 
@@ -215,15 +228,43 @@ def _recording(op: WriteOp, tx: WriteTx) -> _Recorded:
     return _Recorded(op(own), own.changes)
 
 
+def _run_alone(
+    db: sqlite3.Connection, cache: SessionCache, sessions: BatchSessions, tx: WriteTx, op: WriteOp
+) -> list[Any | _Failed]:
+    """``run_batch`` of one operation, inside the transaction it began."""
+    try:
+        try:
+            result = op(tx)
+        except Exception as error:
+            if not db.in_transaction:
+                raise  # SQLite rolled the whole transaction back (I/O error, disk full, ...)
+            db.execute("ROLLBACK")
+            return [_Failed(error)]
+        db.execute("COMMIT")
+    except BaseException:
+        cache.clear()
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    sessions.end_operation(succeeded=True)
+    sessions.publish()
+    return [result]
+
+
 def run_batch(
     db: sqlite3.Connection, cache: SessionCache, ops: Sequence[WriteOp]
 ) -> list[Any | _Failed]:
-    """Runs ``ops`` in one transaction (on the connection's thread); one result per operation.
-    Raises, with everything rolled back, when the transaction as a whole fails."""
+    """Runs ``ops`` in one transaction (where the writer runs batches); one result per
+    operation. Raises, with everything rolled back, when the transaction as a whole fails.
+
+    A lone operation needs no savepoint: if it fails, rolling the transaction back undoes just
+    it (two statements fewer for the commonest batch)."""
     sessions = BatchSessions(db, cache)
     tx = WriteTx(db, sessions)
     results: list[Any | _Failed] = []
     db.execute("BEGIN IMMEDIATE")
+    if len(ops) == 1:
+        return _run_alone(db, cache, sessions, tx, ops[0])
     try:
         for op in ops:
             db.execute("SAVEPOINT op")
@@ -257,6 +298,9 @@ class BatchWriter:
         self,
         conn: aiosqlite.Connection,
         *,
+        direct: bool = False,
+        checkpointer: aiosqlite.Connection | None = None,
+        checkpoint_every: int = 64,
         max_batch: int = 256,
         cache_size: int = 100_000,
         on_commit: Callable[[Sequence[Change]], None] | None = None,
@@ -264,9 +308,17 @@ class BatchWriter:
         probe_seconds: float = 1.0,
         free_bytes: Callable[[], int] | None = None,
     ) -> None:
-        """``free_bytes``: the room left on the database's file system (checked by the probe
-        after a full disk)."""
+        """``direct``: run the batches on the event loop's thread (``conn`` made with
+        ``connect(any_thread=True)``); ``checkpointer``: the connection that runs the WAL's
+        checkpoints (a PASSIVE one after every ``checkpoint_every`` batches; closed with the
+        writer); ``free_bytes``: the room left on the database's file system (checked by the
+        probe after a full disk)."""
         self._conn = conn
+        self._direct = direct
+        self._checkpointer = checkpointer
+        self._checkpoint_every = checkpoint_every
+        self._batches_since_checkpoint = 0
+        self._checkpoint: asyncio.Task[None] | None = None
         self._on_commit = on_commit
         self._on_storage = on_storage
         self._probe_seconds = probe_seconds
@@ -284,6 +336,37 @@ class BatchWriter:
     @property
     def connection(self) -> aiosqlite.Connection:
         return self._conn
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` with the writer's connection, where the writer runs its batches (not inside
+        one: between two batches, as the writer runs one at a time)."""
+        if self._direct:
+            return fn(direct(self._conn))
+        return await run(self._conn, fn)
+
+    def _checkpoint_due(self) -> None:
+        """After a committed batch: a PASSIVE checkpoint on the checkpointer's thread every
+        ``checkpoint_every`` batches (it copies what the WAL holds to the database file, without
+        blocking the readers or the event loop; the next batch waits for it)."""
+        if self._checkpointer is None:
+            return
+        self._batches_since_checkpoint += 1
+        if self._batches_since_checkpoint < self._checkpoint_every:
+            return
+        if self._checkpoint is not None:
+            return
+        self._batches_since_checkpoint = 0
+        self._checkpoint = asyncio.get_running_loop().create_task(
+            self._run_checkpoint(self._checkpointer), name="sqlite-checkpoint"
+        )
+
+    @staticmethod
+    async def _run_checkpoint(conn: aiosqlite.Connection) -> None:
+        try:
+            await run(conn, _checkpoint)
+        except sqlite3.Error as error:
+            # Harmless: the frames stay in the WAL (still durable), the next one copies them.
+            _LOG.warning("store: a WAL checkpoint failed (%s); the next one retries", error)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._drain(), name="sqlite-writer")
@@ -306,7 +389,15 @@ class BatchWriter:
             if task is not None:
                 await task
         finally:
-            await self._conn.close()
+            try:
+                if self._checkpoint is not None:
+                    await self._checkpoint
+            finally:
+                try:
+                    if self._checkpointer is not None:
+                        await self._checkpointer.close()
+                finally:
+                    await self._conn.close()
 
     def _storage_failed(self, problem: ContextEngineError) -> None:
         self._next_probe = time.monotonic() + self._probe_seconds
@@ -322,7 +413,7 @@ class BatchWriter:
         problem = self.storage_problem
         full = problem is not None and problem.reason == "STORAGE_FULL"
         try:
-            await run(self._conn, partial(_probe, free_bytes=self._free_bytes if full else None))
+            await self.call(partial(_probe, free_bytes=self._free_bytes if full else None))
         except _StillFullError:
             self._next_probe = time.monotonic() + self._probe_seconds
             return
@@ -355,11 +446,19 @@ class BatchWriter:
                     return
                 await self._idle()
                 continue
+            checkpoint = self._checkpoint
+            if checkpoint is not None:
+                # No commit while a checkpoint runs: one that has writes going on beside it
+                # never catches up with the WAL's end, and only one that does lets the next
+                # commit start the WAL over (else it grows without bound). The callers wait
+                # for it as for a checkpoint inside a commit; everything else goes on.
+                await asyncio.wait((checkpoint,))
+                self._checkpoint = None
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
             ops = [partial(_recording, op) for op, _ in batch]
             try:
-                results = await run(self._conn, partial(run_batch, cache=self._cache, ops=ops))
+                results = await self.call(partial(run_batch, cache=self._cache, ops=ops))
             except Exception as error:
                 problem = storage_error(error)
                 if problem is not None:
@@ -386,6 +485,7 @@ class BatchWriter:
                         future.set_exception(problem or result.error)
                 elif not future.done():
                     future.set_result(result.result)
+            self._checkpoint_due()
             # Resolving a future only schedules its caller, which cannot run before this
             # synchronous block ends: the listeners still hear of the commit before anyone else
             # does. Resolving first puts the writers ahead of the subscribers the listeners wake
@@ -399,6 +499,10 @@ class BatchWriter:
                         for change in result.changes
                     ]
                 )
+
+
+def _checkpoint(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 
 def _unknown_storage_error(error: Exception) -> ContextEngineError:

@@ -1,7 +1,8 @@
 """``SqliteStore``: the default event store, one SQLite file in WAL mode.
 
-One writer connection commits batches of concurrent writes (``_sqlite_writer``); a separate read
-connection serves reads from committed snapshots. ``durability="normal"`` (``synchronous=NORMAL``)
+One writer connection commits batches of concurrent writes (``_sqlite_writer``; with
+``durability="normal"`` on the event loop's thread, its WAL checkpoints on a connection of their
+own); a separate read connection serves reads from committed snapshots. ``durability="normal"`` (``synchronous=NORMAL``)
 keeps every acknowledged write across a crash of the process (kill -9); ``"full"``
 (``synchronous=FULL``) also across a crash of the machine, at the cost of an fsync per commit.
 
@@ -109,14 +110,27 @@ class SqliteStore:
         if self._writer is not None:
             return
         self._lock.acquire()
+        # Commits that do not wait for the disk run on the event loop's thread, and the WAL's
+        # checkpoints, which do, on a connection of their own (``_sqlite_writer``).
+        direct = self._durability == "normal"
+        checkpointer: aiosqlite.Connection | None = None
         try:
-            conn = await connect(self._path, durability=self._durability, read_only=False)
+            conn = await connect(
+                self._path, durability=self._durability, read_only=False, any_thread=direct
+            )
             try:
                 await run(conn, partial(migrate, migrations=load_migrations()))
+                if direct:
+                    await run(conn, _no_autocheckpoint)
+                    checkpointer = await connect(
+                        self._path, durability=self._durability, read_only=False
+                    )
                 self._reader = await connect(
                     self._path, durability=self._durability, read_only=True
                 )
             except BaseException:
+                if checkpointer is not None:
+                    await checkpointer.close()
                 await conn.close()
                 raise
         except BaseException:
@@ -124,6 +138,8 @@ class SqliteStore:
             raise
         self._writer = BatchWriter(
             conn,
+            direct=direct,
+            checkpointer=checkpointer,
             max_batch=self._max_batch,
             on_commit=self._listeners.notify,
             on_storage=self._storage_changed,
@@ -213,10 +229,10 @@ class SqliteStore:
     async def diagnostics(self) -> SqliteDiagnostics:
         """The schema version and the pragmas in effect on both connections."""
         writer = self._open_writer()
-        version = await run(writer.connection, schema_version)
+        version = await writer.call(schema_version)
         return SqliteDiagnostics(
             schema_version=version,
-            writer=await run(writer.connection, settings),
+            writer=await writer.call(settings),
             reader=await self._read(settings),
         )
 
@@ -413,6 +429,10 @@ def _not_open(closed: bool) -> Exception:
     if closed:
         return ContextEngineError("SHUTTING_DOWN", "the store is closed")
     return RuntimeError("SqliteStore.open() has not been called")
+
+
+def _no_autocheckpoint(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
 
 
 def _no_listener() -> None:
