@@ -60,16 +60,33 @@ def check_timestamp(value: float, field: str) -> None:
         )
 
 
+def _good_id(value: str) -> bool:
+    """Whether ``check_id(value, ..., required=False)`` passes (without naming a field)."""
+    return (
+        len(value) <= MAX_ID_CHARS
+        and _CONTROL.search(value) is None
+        and (not value or value == value.strip())
+    )
+
+
 def check_event(event: event_pb2.Event, field: str = "event") -> None:
-    """What an event must satisfy to be appended."""
-    if not event.author:
+    """What an event must satisfy to be appended. (The ids are checked without naming their
+    fields first, the common case of an event that passes; ``check_id`` then says which failed
+    and why.)"""
+    author = event.author
+    if not author:
         raise invalid("MISSING_FIELD", f"{field}.author", f"{field}.author is required")
-    check_id(event.author, f"{field}.author")
-    check_id(event.id, f"{field}.id", required=False)
-    check_id(event.invocation_id, f"{field}.invocation_id", required=False)
+    event_id = event.id
+    invocation_id = event.invocation_id
+    if not (_good_id(author) and _good_id(event_id) and _good_id(invocation_id)):
+        check_id(author, f"{field}.author")
+        check_id(event_id, f"{field}.id", required=False)
+        check_id(invocation_id, f"{field}.invocation_id", required=False)
     if event.HasField("branch"):
         check_id(event.branch, f"{field}.branch", required=False)
-    check_timestamp(event.timestamp, f"{field}.timestamp")
+    timestamp = event.timestamp
+    if timestamp != 0.0:
+        check_timestamp(timestamp, f"{field}.timestamp")
     if event.actions.HasField("compaction"):
         compaction = event.actions.compaction
         for name in ("start_timestamp", "end_timestamp"):

@@ -65,6 +65,11 @@ def _time_cursor(text: str) -> float:
     return value
 
 
+def _new_id() -> str:
+    """The id of an event appended without one."""
+    return str(uuid.uuid4())
+
+
 class _Addressed(Protocol):
     @property
     def app_name(self) -> str: ...
@@ -254,7 +259,7 @@ class SessionOps:
             return pb.AppendEventResponse(
                 event=event, stored=False, last_sequence=stored.last_sequence
             )
-        normalized = normalize_for_append(request.event, str(uuid.uuid4()))
+        normalized = normalize_for_append(request.event, request.event.id or _new_id())
         outcome = await self._store.append_events(key, [normalized], expected)
         return pb.AppendEventResponse(
             event=outcome.events[0],
@@ -280,7 +285,7 @@ class SessionOps:
                         "INVALID_EVENT", f"events[{i}].id", f"event id {event.id!r} is repeated"
                     )
                 seen.add(event.id)
-            events.append(normalize_for_append(event, str(uuid.uuid4())))
+            events.append(normalize_for_append(event, event.id or _new_id()))
         if not events:
             stored = await self._store.get_session(key, EventFilter(num_recent_events=0))
             return pb.AppendEventsResponse(last_sequence=stored.last_sequence)

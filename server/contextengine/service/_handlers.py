@@ -181,6 +181,11 @@ def _admit(method: str, request: Any, metadata: Any, guard: Authorizer | None) -
         guard.check(method, request, metadata)
 
 
+def _metadata(context: Context, guard: Authorizer | None) -> Any:
+    """The call's metadata, read only when there is a guard to check it."""
+    return None if guard is None else context.invocation_metadata()
+
+
 def _unary(
     method: str,
     fn: Callable[[Any, Context], Awaitable[Any]],
@@ -189,7 +194,7 @@ def _unary(
 ) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> Any:
         async with _RpcScope(method, context, observer, request):
-            _admit(method, request, context.invocation_metadata(), guard)
+            _admit(method, request, _metadata(context, guard), guard)
             return await fn(request, context)
 
     return behavior
@@ -203,7 +208,7 @@ def _server_stream(
 ) -> Callable[..., Any]:
     async def behavior(request: Any, context: Context) -> AsyncIterator[Any]:
         async with _RpcScope(method, context, observer, request):
-            _admit(method, request, context.invocation_metadata(), guard)
+            _admit(method, request, _metadata(context, guard), guard)
             async for item in fn(request, context):
                 yield item
 
