@@ -14,10 +14,12 @@ from typing import IO
 
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import content_pb2, event_pb2
-from tests.console.conftest import APP, USER
+from tests.console.conftest import USER
 from tests.console.helpers import Sidecar, spawn
 
 WAIT = 30.0
+#: the tail tests' own app: the sessions they make stay out of the other tests' listings
+APP = "live"
 
 
 class Lines:
@@ -124,3 +126,25 @@ def test_tail_resumes_after_the_sidecar_restarts(console_sidecar: Sidecar) -> No
     assert "Traceback" not in rest
     printed = [json.loads(line) for line in out.seen]
     assert [event["sequence"] for event in printed] == [1, 2]  # nothing missed or repeated
+
+
+def test_tail_of_a_user_prints_only_new_events_of_every_session(console_sidecar: Sidecar) -> None:
+    target = console_sidecar.target
+    _append(target, "elsewhere", "already there", create=True)
+    process = spawn("events", "tail", APP, USER, "--target", target)
+    assert process.stdout is not None
+    assert process.stderr is not None
+    out, err = Lines(process.stdout), Lines(process.stderr)
+    try:
+        err.until("caught up")
+        _append(target, "elsewhere", "new in one session")
+        _append(target, "another", "new in another", create=True)
+        assert (
+            out.until("new in one session")
+            == f"{USER}/elsewhere #2   user         | new in one session"
+        )
+        assert out.until("new in another").startswith(f"{USER}/another #1 ")
+    finally:
+        status, _ = _interrupt(process, out, err)
+    assert status == 130
+    assert not any("already there" in line for line in out.seen)  # the replay is skipped

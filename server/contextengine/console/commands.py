@@ -36,6 +36,7 @@ from contextengine.v1 import (
     config_pb2,
     context_service_pb2 as cpb,
     session_service_pb2 as pb,
+    subscription_service_pb2 as spb,
 )
 
 __all__ = ["cli", "main"]
@@ -394,20 +395,25 @@ def events_list(
 
 @events.command(name="tail")
 @click.argument("app")
-@click.argument("user")
-@click.argument("session")
+@click.argument("user", required=False, default="")
+@click.argument("session", required=False, default="")
 @click.option(
     "--last",
     type=click.IntRange(min=0),
     default=10,
     show_default=True,
-    help="show the last N events first",
+    help="show the session's last N events first",
 )
 @click.option(
     "--after",
     type=click.IntRange(min=0),
     default=None,
-    help="start after this sequence instead (0: the whole log)",
+    help="start after this sequence of the session instead (0: the whole log)",
+)
+@click.option(
+    "--from-start",
+    is_flag=True,
+    help="a user or an app: print the events recorded so far too (by default only new ones)",
 )
 @click.option(
     "--max-failures",
@@ -425,20 +431,29 @@ def events_tail(
     session: str,
     last: int,
     after: int | None,
+    from_start: bool,
     max_failures: int,
     as_json: bool,
 ) -> int:
-    """Follows a session's events live (SubscribeEvents), one line each (--json: one JSON
-    object per line); resubscribes from the last event seen when the sidecar restarts or the
-    connection drops. Ctrl-C stops it."""
+    """Follows events live (SubscribeEvents): one session's, or with only APP [USER] every
+    session's of the user or the app (each line then starts with user/session). One line per
+    event; --json: one JSON object per line (an Event; a SubscribedEvent, with its app, user and
+    session, for a user or an app). Resubscribes from the last event seen when the sidecar
+    restarts or the connection drops. Ctrl-C stops it (status 130)."""
+    if session and not user:
+        raise click.UsageError("a SESSION needs its USER")
     out = Output(as_json)
     notes = Output(False, sys.stderr)
+    one_session = bool(session)
 
     async def work(client: ContextEngineClient) -> int:
-        start = after
-        if start is None:
-            page = await client.list_events_page(app, user, session, page_size=1)
-            start = max(page.last_sequence - last, 0)
+        cursor = ""
+        if one_session:
+            start = after
+            if start is None:
+                page = await client.list_events_page(app, user, session, page_size=1)
+                start = max(page.last_sequence - last, 0)
+            cursor = str(start)
         # Ctrl-C (and SIGTERM) end the subscription cleanly, whatever the shell did to SIGINT
         task = asyncio.current_task()
         assert task is not None
@@ -452,19 +467,18 @@ def events_tail(
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop, signum)
         frames = client.subscribe_events(
-            app, user, session, cursor=str(start), max_failures=max_failures
+            app, user, session, cursor=cursor, max_failures=max_failures
         )
+        # a user's or an app's replay is skipped unless --from-start (its cursor is opaque)
+        live = one_session or from_start
         try:
             async with contextlib.aclosing(frames):
                 async for frame in frames:
                     kind = frame.WhichOneof("frame")
-                    if kind == "event":
-                        event = frame.event.event
-                        if as_json:
-                            out.json_line(event)
-                        else:
-                            out.line(render.event_line(event, width=10**6))
+                    if kind == "event" and live:
+                        _print_followed(out, frame.event, one_session)
                     elif kind == "caught_up":
+                        live = True
                         notes.show(Text("-- caught up; following (Ctrl-C stops) --", style="dim"))
         except asyncio.CancelledError:
             if not stopped:
@@ -476,6 +490,20 @@ def events_tail(
         return INTERRUPTED if stopped and stopped[0] == signal.SIGINT else 0
 
     return _run(conn, work)
+
+
+def _print_followed(out: Output, followed: spb.SubscribedEvent, one_session: bool) -> None:
+    event = followed.event
+    if out.as_json:
+        out.json_line(event if one_session else followed)
+        return
+    line = render.event_line(event, width=10**6)
+    if not one_session:
+        where = Text()
+        where.append(f"{followed.user_id}/{followed.session_id} ", style="yellow")
+        where.append_text(line)
+        line = where
+    out.line(line)
 
 
 @cli.command()
