@@ -11,27 +11,53 @@ import { PACKAGE_DIR, REPO_ROOT, serverTarget, stopServer } from "./helpers.js";
 
 after(() => stopServer());
 
-function readmeBlock(): string {
+/** The ```ts blocks under ## TypeScript. */
+function readmeBlocks(): string[] {
   const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
   const section = readme.split("\n## TypeScript\n")[1]?.split("\n## ")[0] ?? "";
-  const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-  assert.ok(block, "README.md has a ```ts block under ## TypeScript");
-  return block;
+  const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+  assert.ok(blocks.length >= 2, "README.md has two ```ts blocks under ## TypeScript");
+  return blocks;
 }
 
-it("the README's TypeScript example runs and prints what it says", async () => {
-  const target = await serverTarget();
-  const source = readmeBlock()
-    .replace('"@contextengine/client"', JSON.stringify(join(PACKAGE_DIR, "src", "index.ts")))
-    .replace('"127.0.0.1:50151"', JSON.stringify(target));
+const SOURCE = JSON.stringify(join(PACKAGE_DIR, "src", "index.ts"));
+
+/** Runs a module with tsx; its output lines. */
+async function runModule(source: string): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), "ce-readme-"));
   try {
     const file = join(dir, "readme.mts");
     writeFileSync(file, source);
     const tsx = join(PACKAGE_DIR, "node_modules", ".bin", "tsx");
     const { stdout } = await promisify(execFile)(tsx, [file], { timeout: 60_000 });
-    assert.deepEqual(stdout.trim().split("\n"), ["1 1n", "NOT_FOUND SESSION_NOT_FOUND"]);
+    return stdout.trim().split("\n");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+it("the README's TypeScript example runs and prints what it says", async () => {
+  const target = await serverTarget();
+  const [block = ""] = readmeBlocks();
+  const source = block
+    .replace('"@contextengine/client"', SOURCE)
+    .replace('"127.0.0.1:50151"', JSON.stringify(target));
+  assert.deepEqual(await runModule(source), ["1 1n", "NOT_FOUND SESSION_NOT_FOUND"]);
+});
+
+it("the README's contents since example runs (after a session with one content)", async () => {
+  const target = await serverTarget();
+  const block = readmeBlocks()[1] ?? "";
+  const prelude = [
+    `import { ContextEngineClient } from ${SOURCE};`,
+    `const ce = new ContextEngineClient(${JSON.stringify(target)});`,
+    'const { session } = await ce.createSession({ appName: "demo", userId: "zoe" });',
+    'const address = { appName: "demo", userId: "zoe", sessionId: session?.id ?? "" };',
+    "await ce.appendEvent({",
+    "  ...address,",
+    '  event: { author: "user", content: { role: "user", parts: [{ text: "Hi!" }] } },',
+    "});",
+  ].join("\n");
+  const lines = await runModule(`${prelude}\n${block}\nce.close();\n`);
+  assert.deepEqual(lines, ["1 2 0", "2 0"]);
 });

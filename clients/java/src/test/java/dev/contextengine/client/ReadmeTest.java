@@ -15,10 +15,15 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
-/** The README's Java section is examples/ReadmeExample.java, and it runs and prints what it says. */
+/**
+ * The README's Java section's blocks are examples/ReadmeExample.java and
+ * examples/ContextViewExample.java ("contents since"), and they run and print what they say.
+ */
 class ReadmeTest {
   private static final Path EXAMPLE =
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ReadmeExample.java");
+  private static final Path SINCE_EXAMPLE =
+      Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ContextViewExample.java");
 
   private static String dedent(List<String> lines) {
     int indent =
@@ -32,15 +37,22 @@ class ReadmeTest {
         .collect(Collectors.joining("\n"));
   }
 
-  @Test
-  void theReadmeBlockIsTheExample() throws IOException {
+  /** The {@code index}-th ```java block under ## Java. */
+  private static String block(int index) throws IOException {
     String readme = Files.readString(Sidecar.REPO.resolve("README.md"), StandardCharsets.UTF_8);
     String[] parts = readme.split("\n## Java\n", 2);
     assertEquals(2, parts.length, "README.md has a ## Java section");
     String section = parts[1].split("\n## ", 2)[0];
     Matcher block = Pattern.compile("```java\n([\\s\\S]*?)```").matcher(section);
-    assertTrue(block.find(), "a ```java block under ## Java");
-    List<String> lines = Files.readAllLines(EXAMPLE, StandardCharsets.UTF_8);
+    for (int i = 0; i <= index; i++) {
+      assertTrue(block.find(), "a ```java block number " + (i + 1) + " under ## Java");
+    }
+    return block.group(1);
+  }
+
+  /** The lines of an example between its README markers. */
+  private static String marked(Path example) throws IOException {
+    List<String> lines = Files.readAllLines(example, StandardCharsets.UTF_8);
     int begin = -1;
     int end = -1;
     for (int i = 0; i < lines.size(); i++) {
@@ -50,24 +62,40 @@ class ReadmeTest {
         end = i;
       }
     }
-    assertTrue(begin >= 0 && end > begin, "markers in " + EXAMPLE);
-    assertEquals(dedent(lines.subList(begin + 1, end)).strip(), block.group(1).strip());
+    assertTrue(begin >= 0 && end > begin, "markers in " + example);
+    return dedent(lines.subList(begin + 1, end)).strip();
   }
 
-  @Test
-  void theExampleRunsAndPrintsWhatItsCommentsSay() throws Exception {
+  /** What an example prints, run in a JVM of its own against the shared sidecar. */
+  private static List<String> run(String mainClass) throws Exception {
     ProcessBuilder builder =
         new ProcessBuilder(
             Path.of(System.getProperty("java.home"), "bin", "java").toString(),
             "-cp",
             System.getProperty("java.class.path"),
-            "dev.contextengine.examples.ReadmeExample");
+            mainClass);
     builder.environment().put("CONTEXTENGINE_TARGET", Sidecar.shared());
     builder.redirectErrorStream(true);
     Process process = builder.start();
     assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the example finished");
     String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertEquals(0, process.exitValue(), out);
-    assertEquals(List.of("1 1", "NOT_FOUND SESSION_NOT_FOUND"), Arrays.asList(out.strip().split("\n")));
+    return Arrays.asList(out.strip().split("\n"));
+  }
+
+  @Test
+  void theReadmeBlockIsTheExample() throws IOException {
+    assertEquals(marked(EXAMPLE), block(0).strip());
+  }
+
+  @Test
+  void theExampleRunsAndPrintsWhatItsCommentsSay() throws Exception {
+    assertEquals(List.of("1 1", "NOT_FOUND SESSION_NOT_FOUND"), run("dev.contextengine.examples.ReadmeExample"));
+  }
+
+  @Test
+  void theContentsSinceBlockIsItsExampleAndRuns() throws Exception {
+    assertEquals(marked(SINCE_EXAMPLE), block(1).strip());
+    assertEquals(List.of("1 2", "2 0"), run("dev.contextengine.examples.ContextViewExample"));
   }
 }
