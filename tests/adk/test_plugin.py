@@ -40,6 +40,7 @@ from contextengine.adk._plugin import model_identity
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     config_pb2,
+    content_pb2,
     context_service_pb2 as cpb,
     event_pb2,
     session_service_pb2 as spb,
@@ -77,7 +78,11 @@ class Spy:
     def __init__(self, inner: Backend) -> None:
         self._inner = inner
         self.inner = inner
+        #: the BuildContext answers with their whole contents (a plugin asks with ``since``:
+        #: the answers as sent are in ``answers``)
         self.contexts: list[cpb.BuildContextResponse] = []
+        self.answers: list[cpb.BuildContextResponse] = []
+        self._by_digest: dict[str, list[content_pb2.Content]] = {}
         self.ended: list[kpb.EndInvocationRequest] = []
 
     def __getattr__(self, name: str) -> Any:
@@ -85,7 +90,15 @@ class Spy:
 
     async def build_context(self, request: cpb.BuildContextRequest) -> cpb.BuildContextResponse:
         response = await self._inner.build_context(request)
-        self.contexts.append(response)
+        self.answers.append(response)
+        held = self._by_digest.get(request.since.contents_digest, [])
+        whole = cpb.BuildContextResponse()
+        whole.CopyFrom(response)
+        whole.base_contents_count = 0
+        del whole.contents[:]
+        whole.contents.extend([*held[: response.base_contents_count], *response.contents])
+        self._by_digest[whole.contents_digest] = list(whole.contents)
+        self.contexts.append(whole)
         return response
 
     async def end_invocation(self, request: kpb.EndInvocationRequest) -> kpb.EndInvocationResponse:
@@ -211,6 +224,8 @@ async def test_contents_equal_plain_adk_and_come_from_the_engine(
     assert len(spy.contexts) == len(SCRIPT)
     for request, context in zip(model.requests, spy.contexts, strict=True):
         assert request.contents == [content_to_genai(c) for c in context.contents]
+    # after the first call of a view, only what was added since went over the wire
+    assert any(answer.base_contents_count > 0 for answer in spy.answers)
     # one EndInvocation per run, for the run's invocation
     assert [e.invocation_id for e in spy.ended] == list(dict.fromkeys(invocations))
     assert all(e.app_name == app_name and e.user_id == USER for e in spy.ended)

@@ -49,6 +49,10 @@ _KEEP_IDS = frozenset(
     }
 )
 
+#: the known enum values (``EnumTypeWrapper.values()`` makes a new list on every call)
+_INCLUDE_CONTENTS = frozenset(pb.IncludeContents.values())
+_PROVIDERS = frozenset(pb.ModelProvider.values())
+
 #: a view's cache key: the session, the options without the user content (a protobuf message
 #: is not hashable), and the user content's bytes
 _ViewKey = tuple[SessionKey, ContextOptions, bytes]
@@ -145,13 +149,13 @@ def _check_options(request: pb.BuildContextRequest) -> None:
     if request.HasField("isolation_scope"):
         # '' is a scope of its own (ADK distinguishes it from no scope).
         check_id(request.isolation_scope, "isolation_scope", required=False)
-    if request.include_contents not in pb.IncludeContents.values():
+    if request.include_contents not in _INCLUDE_CONTENTS:
         raise invalid(
             "INVALID_ARGUMENT",
             "include_contents",
             f"include_contents {request.include_contents} is not a known value",
         )
-    if request.model.provider not in pb.ModelProvider.values():
+    if request.model.provider not in _PROVIDERS:
         raise invalid(
             "INVALID_ARGUMENT",
             "model.provider",
@@ -331,10 +335,11 @@ class ContextBuilder:
         """The (cached, extended or rebuilt) view of ``events``, counting tokens with
         ``counter`` (the session's, which remembers its contents' counts) or else the
         builder's."""
-        user_content = (
-            b"" if options.user_content is None else options.user_content.SerializeToString()
-        )
-        cache_key = (key, replace(options, user_content=None), user_content)
+        if options.user_content is None:
+            cache_key = (key, options, b"")
+        else:
+            user_content = options.user_content.SerializeToString()
+            cache_key = (key, replace(options, user_content=None), user_content)
         cached = self._views.pop(cache_key)
         previous = cached[1] if cached is not None and cached[0] == generation else None
         view = materialize(

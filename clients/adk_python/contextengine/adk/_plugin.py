@@ -10,6 +10,8 @@ Add it to the ``Runner`` (``plugins=[ContextEnginePlugin(backend=...)]``) next t
   ids are stripped or kept as ADK does for that model), ``RunConfig.
   include_thoughts_from_other_agents`` and the invocation's user content. The engine applies
   rewinds, compaction summaries and, when the app configures a token threshold, compacts first.
+  The plugin keeps each (session, agent) view's last contents and asks only for those added
+  since (``BuildContextRequest.since``; ``ContextFollower``), so the wire carries what changed.
 - **Prompt caching**, when the engine's app configuration has a ``context_cache_config``: the
   engine's ``CacheDecision`` is applied as ADK's Gemini cache manager would apply its own. The
   response of the call records ``cache_metadata`` (the next decision is made from it); a reused
@@ -45,7 +47,7 @@ from google.protobuf import json_format, struct_pb2
 
 from contextengine.adk._backend import Backend, UsesBackend
 from contextengine.adk._convert import content_to_genai, content_to_proto
-from contextengine.client import RpcError
+from contextengine.client import ContextFollower, RpcError
 from contextengine.v1 import compaction_service_pb2 as kpb, context_service_pb2 as cpb
 
 if TYPE_CHECKING:
@@ -148,7 +150,9 @@ class ContextEnginePlugin(UsesBackend, BasePlugin):
 
     Pass exactly one of ``target=``, ``db=`` and ``backend=`` (use the session service's backend:
     ``ContextEnginePlugin(backend=sessions.backend)``). ``close()`` (the Runner's) closes the
-    backend if the plugin made it.
+    backend if the plugin made it. The plugin keeps the contents of the last ``context_views``
+    (session, agent) views it built and asks BuildContext only for the contents added since
+    (``since``; a rewind or a compaction gets the whole contents again); 0 keeps none.
     """
 
     def __init__(
@@ -158,10 +162,18 @@ class ContextEnginePlugin(UsesBackend, BasePlugin):
         db: str | None = None,
         backend: Backend | None = None,
         name: str = "contextengine",
+        context_views: int = 64,
         **client_options: Any,
     ) -> None:
         super().__init__(name)
         self._use_backend(target=target, db=db, backend=backend, client_options=client_options)
+        #: the last contents of the last ``context_views`` (session, agent view)s, so that a
+        #: model call asks only for the contents added since the previous one (0: none kept)
+        self._contexts = (
+            ContextFollower(self._backend.build_context, max_views=context_views)
+            if context_views > 0
+            else None
+        )
         #: (invocation id, agent name) -> the cache metadata the pending model call records
         self._pending_cache: dict[tuple[str, str], CacheMetadata] = {}
 
@@ -198,7 +210,10 @@ class ContextEnginePlugin(UsesBackend, BasePlugin):
         request = self._request(ic, agent, llm_request)
         transient = _memory_preloads(agent, llm_request)
         try:
-            response = await self._backend.build_context(request)
+            if self._contexts is not None:
+                response = await self._contexts.follow(request)
+            else:
+                response = await self._backend.build_context(request)
         except RpcError as err:
             if err.reason != "SESSION_NOT_FOUND":
                 raise

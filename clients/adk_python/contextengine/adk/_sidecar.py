@@ -185,6 +185,7 @@ class SidecarBackend:
                 ),
                 invocation_id=request.invocation_id,
                 skip_compaction=request.skip_compaction,
+                since=request.since if request.HasField("since") else None,
             )
 
         return await self._run(call)

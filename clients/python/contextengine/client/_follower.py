@@ -11,7 +11,8 @@ holds, while they are still the first ones; the follower keeps the last answer o
 ``response`` is a BuildContextResponse with the **whole** contents and ``base_contents_count``
 0, as a full answer has; only the wire carried the difference. It is the follower's own
 message, extended in place by the next build of the same view: read it (or copy it with
-``CopyFrom``) before that, and never modify it. A view's held contents are correct whatever
+``CopyFrom``) before that, and never modify it. The answers ``send`` returns are left as they
+are (a full one is copied, a delta's contents are appended). A view's held contents are correct whatever
 happens on the server (a rewind, a compaction, another sidecar, a restart): when they are no
 longer the first contents, the answer is a full one. The follower holds the last ``max_views``
 views (least recently built dropped first).
@@ -115,21 +116,26 @@ class ContextFollower:
             answer = await self._send(asked)
             self.contents_received += len(answer.contents)
             base = answer.base_contents_count
-            if held is None or base == 0:
-                whole = answer
-            elif base != len(held.contents):
+            if held is not None and 0 < base != len(held.contents):
                 # not an answer to what was held: ask for everything
                 asked.ClearField("since")
-                whole = await self._send(asked)
-                self.contents_received += len(whole.contents)
+                answer = await self._send(asked)
+                self.contents_received += len(answer.contents)
+                base = 0
+            # The follower's own messages: the answers stay as ``send`` gave them.
+            if held is None or base == 0:
+                whole = cpb.BuildContextResponse()
+                whole.CopyFrom(answer)
             else:
                 whole = held
                 whole.contents.extend(answer.contents)
                 fields: Any = whole  # the names are the message's own (typed as literals)
                 for name in _OTHER_FIELDS:
                     fields.ClearField(name)
-                answer.ClearField("contents")
-                whole.MergeFrom(answer)
+                rest = cpb.BuildContextResponse()
+                rest.CopyFrom(answer)
+                rest.ClearField("contents")
+                whole.MergeFrom(rest)
                 whole.base_contents_count = 0
             view.whole = whole
         self.contents_answered += len(whole.contents)

@@ -299,6 +299,10 @@ def materialize(
 ) -> View:
     """The view of all ``events``, extending ``previous`` when that is provably equivalent.
     ``items``, when given, are ``item_from_event`` of each event (cached by the caller)."""
+    if previous is not None and previous.event_count == len(events) and previous.options == options:
+        # Nothing new: the contents of the same events with the same options (whether or not
+        # the view could be extended).
+        return previous
     if items is None:
         items = [item_from_event(event) for event in events]
     if options.include_contents is IncludeContents.NONE:
