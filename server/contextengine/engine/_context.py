@@ -301,9 +301,14 @@ class ContextBuilder:
             )
             _set_cache_fields(tail, fields)
         # Fields may come in any order: the cached encoded contents (those after the held ones),
-        # then the rest (one copy).
-        body = memoryview(view.body)[view.offsets[base] : body_size]
-        encoded = b"".join((body, tail.SerializeToString()))
+        # then the rest (one copy; none when the view's last answer was the same).
+        start, rest = view.offsets[base], tail.SerializeToString()
+        last = view.last_answer
+        if last is not None and last[0] == start and last[1] == body_size and last[2] == rest:
+            encoded = last[3]
+        else:
+            encoded = b"".join((memoryview(view.body)[start:body_size], rest))
+            view.last_answer = (start, body_size, rest, encoded)
         return ContextResult(encoded, tail, content_count - base, base)
 
     async def _prepare_caching(

@@ -171,6 +171,10 @@ class View:
     #: ``digests[i]``: the chain digest of the first i contents (``digests[0]`` is the seed);
     #: each is computed once, when the view gets the content
     digests: list[bytes] = field(default_factory=lambda: [CONTENTS_DIGEST_SEED])
+    #: the last answer made of this view (BuildContext's, kept by its builder): where its
+    #: contents start and end in ``body``, the encoded fields after them, and the whole answer's
+    #: bytes, given again as they are while all three are the same (no copy of the contents)
+    last_answer: tuple[int, int, bytes, bytes] | None = None
 
     def append(self, contents: Sequence[content_pb2.Content], counter: TokenCounter) -> None:
         measures = counter.measure_contents(contents)
