@@ -7,37 +7,46 @@ import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 
-/** The README's Kotlin section is examples/ReadmeExample.kt, and it runs and prints what it says. */
+/**
+ * The README's Kotlin section's blocks are examples/ReadmeExample.kt and
+ * examples/ContextViewExample.kt ("contents since"), and they run and print what they say.
+ */
 class ReadmeKtTest {
     private val example: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ReadmeExample.kt")
+    private val sinceExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextViewExample.kt")
 
     private fun dedent(lines: List<String>): String {
         val indent = lines.filter { it.isNotBlank() }.minOfOrNull { it.length - it.trimStart().length } ?: 0
         return lines.joinToString("\n") { if (it.isBlank()) "" else it.substring(indent) }
     }
 
-    @Test
-    fun theReadmeBlockIsTheExample() {
+    /** The `index`-th ```kotlin block under ## Kotlin. */
+    private fun block(index: Int): String {
         val readme = Files.readString(Sidecar.REPO.resolve("README.md"))
         val parts = readme.split("\n## Kotlin\n", limit = 2)
         assertEquals(2, parts.size, "README.md has a ## Kotlin section")
         val section = parts[1].split("\n## ", limit = 2)[0]
-        val block = Regex("```kotlin\n([\\s\\S]*?)```").find(section)
-        assertTrue(block != null, "a ```kotlin block under ## Kotlin")
+        val blocks = Regex("```kotlin\n([\\s\\S]*?)```").findAll(section).toList()
+        assertTrue(blocks.size > index, "a ```kotlin block number ${index + 1} under ## Kotlin")
+        return blocks[index].groupValues[1].trim()
+    }
+
+    /** The lines of an example between its README markers. */
+    private fun marked(example: Path): String {
         val lines = Files.readAllLines(example)
         val begin = lines.indexOfFirst { it.trim() == "// README begin" }
         val end = lines.indexOfFirst { it.trim() == "// README end" }
         assertTrue(begin >= 0 && end > begin, "markers in $example")
-        assertEquals(dedent(lines.subList(begin + 1, end)).trim(), block!!.groupValues[1].trim())
+        return dedent(lines.subList(begin + 1, end)).trim()
     }
 
-    @Test
-    fun theExampleRunsAndPrintsWhatItsCommentsSay() {
+    /** What an example prints, run in a JVM of its own against the shared sidecar. */
+    private fun run(mainClass: String): List<String> {
         val builder = ProcessBuilder(
             Path.of(System.getProperty("java.home"), "bin", "java").toString(),
             "-cp",
             System.getProperty("java.class.path"),
-            "dev.contextengine.examples.kotlin.ReadmeExample",
+            mainClass,
         )
         builder.environment()["CONTEXTENGINE_TARGET"] = Sidecar.shared()
         builder.redirectErrorStream(true)
@@ -45,6 +54,22 @@ class ReadmeKtTest {
         assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the example finished")
         val out = String(process.inputStream.readAllBytes(), Charsets.UTF_8)
         assertEquals(0, process.exitValue(), out)
-        assertEquals(listOf("1 1", "NOT_FOUND SESSION_NOT_FOUND", "Again!"), out.trim().split("\n"))
+        return out.trim().split("\n")
+    }
+
+    @Test
+    fun theReadmeBlockIsTheExample() {
+        assertEquals(marked(example), block(0))
+    }
+
+    @Test
+    fun theExampleRunsAndPrintsWhatItsCommentsSay() {
+        assertEquals(listOf("1 1", "NOT_FOUND SESSION_NOT_FOUND", "Again!"), run("dev.contextengine.examples.kotlin.ReadmeExample"))
+    }
+
+    @Test
+    fun theContentsSinceBlockIsItsExampleAndRuns() {
+        assertEquals(marked(sinceExample), block(1))
+        assertEquals(listOf("1 2 0"), run("dev.contextengine.examples.kotlin.ContextViewExample"))
     }
 }
