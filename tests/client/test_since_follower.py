@@ -61,20 +61,16 @@ async def test_the_follower_answers_what_a_full_build_answers(
     follower = ContextFollower(recorder)
     events = seeded_events(seed, 30)
     session = await client.create_session(APP, "u", "s")
-    views = [
-        {"agent_name": "agent"},
-        {"agent_name": "other"},
-        {"agent_name": "agent", "branch": "root"},
-    ]
+    views: list[tuple[str, str | None]] = [("agent", None), ("other", None), ("agent", "root")]
     rng = random.Random(seed)
     position = 0
     while position < len(events):
         step = rng.choice([1, 1, 2])
         await client.append_events(APP, "u", session.id, events[position : position + step])
         position += step
-        for options in views:
-            followed = await follower.build(APP, "u", session.id, **options)
-            full = await client.build_context(APP, "u", session.id, **options)
+        for agent, branch in views:
+            followed = await follower.build(APP, "u", session.id, agent_name=agent, branch=branch)
+            full = await client.build_context(APP, "u", session.id, agent_name=agent, branch=branch)
             _same(followed, full)
     assert follower.contents_received < follower.contents_answered
     assert any(answer.base_contents_count > 0 for answer in recorder.answers)
