@@ -108,8 +108,9 @@ class SessionEventCache:
         self._entries: OrderedDict[SessionKey, _Entry] = OrderedDict()
         self._cached_events = 0
         self._generations = 0
-        #: cached sessions with events appended since the background task measured them
-        self._appended: dict[SessionKey, None] = {}
+        #: cached sessions with events appended since the background task measured them: the
+        #: last sequence committed
+        self._appended: dict[SessionKey, int] = {}
         self._measuring: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
         self._unsubscribe: Callable[[], None] | None = None
@@ -144,18 +145,7 @@ class SessionEventCache:
             known = await self._store.get_content_measures(key, self._counter.name)
             entry.measures.remember(known)
         self._entries.move_to_end(key)
-        while entry.last_sequence < head.last_sequence:
-            page, _ = await self._store.list_events(key, entry.last_sequence, _PAGE)
-            if not page:
-                break
-            # Another caller may have topped the entry up while this one awaited the store:
-            # keep only what is still missing, so the list stays one event per sequence.
-            fresh = [event for event in page if event.sequence > entry.last_sequence]
-            entry.events.extend(fresh)
-            entry.items.extend(item_from_event(event) for event in fresh)
-            if fresh:
-                entry.last_sequence = fresh[-1].sequence
-            self._cached_events += len(fresh)
+        await self._top_up(key, entry, head.last_sequence)
         if created:
             # What was there before the session was cached is measured by whoever needs it
             # (a view); the background task measures only what is appended from now on.
@@ -172,6 +162,22 @@ class SessionEventCache:
 
     def invalidate(self, key: SessionKey) -> None:
         self._drop(key)
+
+    async def _top_up(self, key: SessionKey, entry: _Entry, last_sequence: int) -> None:
+        """Reads the events after ``entry``'s up to ``last_sequence`` into it."""
+        while entry.last_sequence < last_sequence:
+            page, _ = await self._store.list_events(key, entry.last_sequence, _PAGE)
+            if not page:
+                break
+            # Another caller may have topped the entry up while this one awaited the store:
+            # keep only what is still missing, so the list stays one event per sequence.
+            fresh = [event for event in page if event.sequence > entry.last_sequence]
+            entry.events.extend(fresh)
+            entry.items.extend(item_from_event(event) for event in fresh)
+            if fresh:
+                entry.last_sequence = fresh[-1].sequence
+            if self._entries.get(key) is entry:
+                self._cached_events += len(fresh)
 
     async def close(self) -> None:
         """Measures what was appended and not measured yet (nothing more is queued), then writes
@@ -235,15 +241,18 @@ class SessionEventCache:
             )
 
     def _on_commit(self, changes: Sequence[Change]) -> None:
-        """Queues the cached sessions that got events for measuring in the background."""
+        """Queues the cached sessions that got events for measuring in the background; drops
+        deleted sessions (so a session made again is never topped up as the old one)."""
         queued = False
         for change in changes:
             if isinstance(change, LoggedEvent):
                 if change.key in self._entries:
-                    self._appended[change.key] = None
+                    sequence = change.event.sequence
+                    self._appended[change.key] = max(sequence, self._appended.get(change.key, 0))
                     queued = True
             elif isinstance(change, SessionDeleted):
                 self._appended.pop(change.key, None)
+                self._drop(change.key)
         if queued and not self._closed and (self._measuring is None or self._measuring.done()):
             self._measuring = asyncio.get_running_loop().create_task(self._measure_appended())
 
@@ -251,15 +260,16 @@ class SessionEventCache:
         """Tops the queued sessions' entries up from the store and measures what they got."""
         while self._appended:
             key = next(iter(self._appended))
-            del self._appended[key]
-            if key not in self._entries:
-                continue
-            try:
-                await self.log(key)
-            except ContextEngineError:  # deleted meanwhile, or the store cannot be read
-                continue
+            last_sequence = self._appended.pop(key)
             entry = self._entries.get(key)
             if entry is None:
+                continue
+            try:
+                # the commit told the head: no need to ask the store for it
+                await self._top_up(key, entry, last_sequence)
+            except ContextEngineError:  # deleted meanwhile, or the store cannot be read
+                continue
+            if self._entries.get(key) is not entry:
                 continue
             while entry.measured_events < len(entry.events):
                 start = entry.measured_events
