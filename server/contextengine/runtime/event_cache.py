@@ -13,7 +13,9 @@ first cached, so the first BuildContext after a restart tokenizes only what no e
 measured. Off every caller's path:
 
 * events appended to a cached session are read into the cache and measured in the background (a
-  task on the event loop, in small chunks), as read from the store (the JSON of call arguments
+  task on the event loop, ``measure_seconds`` after the first unmeasured commit, so that the
+  appends of a while go together and a BuildContext right after them measures its own; in small
+  chunks), as read from the store (the JSON of call arguments
   is counted in the order the store gives the keys back, which may not be the order the caller
   sent: measuring the appended objects themselves would count what no view counts) and as the
   view will emit them (``adk-`` call ids removed: the ids are not counted, so one count serves
@@ -99,12 +101,15 @@ class SessionEventCache:
         counter: TokenCounter | None = None,
         flush_at: int = 512,
         flush_seconds: float = 1.0,
+        measure_seconds: float = 0.5,
     ) -> None:
         self._store = store
         self._max_events = max_events
         self._counter = counter if counter is not None else default_counter()
         self._flush_at = flush_at
         self._flush_seconds = flush_seconds
+        self._measure_seconds = measure_seconds
+        self._measure_timer: asyncio.TimerHandle | None = None
         self._entries: OrderedDict[SessionKey, _Entry] = OrderedDict()
         self._cached_events = 0
         self._generations = 0
@@ -189,6 +194,9 @@ class SessionEventCache:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._measure_timer is not None:
+            self._measure_timer.cancel()
+            self._start_measuring()
         measuring, self._measuring = self._measuring, None
         if measuring is not None:
             await asyncio.gather(measuring, return_exceptions=True)
@@ -253,7 +261,15 @@ class SessionEventCache:
             elif isinstance(change, SessionDeleted):
                 self._appended.pop(change.key, None)
                 self._drop(change.key)
-        if queued and not self._closed and (self._measuring is None or self._measuring.done()):
+        if queued and not self._closed and self._measure_timer is None:
+            # Later, so that the appends of a while are read and measured together, and a
+            # BuildContext soon after them (which measures what its view gets) goes first.
+            loop = asyncio.get_running_loop()
+            self._measure_timer = loop.call_later(self._measure_seconds, self._start_measuring)
+
+    def _start_measuring(self) -> None:
+        self._measure_timer = None
+        if self._measuring is None or self._measuring.done():
             self._measuring = asyncio.get_running_loop().create_task(self._measure_appended())
 
     async def _measure_appended(self) -> None:
