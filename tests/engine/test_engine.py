@@ -51,6 +51,8 @@ def test_the_public_surface_is_explicit() -> None:
         "EngineSettings",
         "Stream",
         "open_engine",
+        # the model's rule for function-call ids, shared with the inspector's token plot
+        "preserve_function_call_ids",
     }
     for name in engine_module.__all__:
         assert getattr(engine_module, name) is not None
