@@ -32,7 +32,6 @@ The data check: every acknowledged event of the sidecar is in the log exactly on
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
 import shutil
 import sqlite3
@@ -41,13 +40,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from bench import DataCheckError, Options, Report, Target, number, proc, table
+from bench.answer_floor import METHOD, FloorServer, identity
 from bench.append import APP, USER, to_proto, workload
 from bench.sidecar import THREAD_KINDS, Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
@@ -57,8 +56,6 @@ from contextengine.store._sqlite_writer import SessionCache, run_batch
 from contextengine.v1 import session_service_pb2 as spb
 
 _SERVICE = "contextengine.v1.SessionService"
-_FLOOR_METHOD = "/bench.Floor/Echo"
-_START_TIMEOUT_SECONDS = 30.0
 #: the issue's ceilings: sidecar CPU / floor CPU
 RATIO_TARGET = 1.3
 
@@ -92,79 +89,6 @@ QUICK_SIZES = Sizes(
     warmup_calls=16,
     rounds=1,
 )
-
-
-def _identity(data: bytes) -> bytes:
-    return data
-
-
-# The bare server -----------------------------------------------------------------------------
-
-
-def _floor_process(conn: Connection) -> None:
-    asyncio.run(_floor_serve(conn))
-
-
-async def _floor_serve(conn: Connection) -> None:
-    """Answers each request with the bytes it was given for it (``("load", {request:
-    response})`` messages on ``conn``); stops on ``"stop"``."""
-    answers: dict[bytes, bytes] = {}
-
-    async def echo(request: bytes, context: object) -> bytes:
-        return answers[request]
-
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers(
-        (
-            grpc.method_handlers_generic_handler(
-                "bench.Floor",
-                {"Echo": grpc.unary_unary_rpc_method_handler(echo, _identity, _identity)},
-            ),
-        )
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    conn.send(port)
-    while True:
-        message = await asyncio.to_thread(conn.recv)
-        if message == "stop":
-            break
-        answers.update(message[1])
-        conn.send("loaded")
-    await server.stop(None)
-
-
-class FloorServer:
-    """The bare server's process (``async with``)."""
-
-    def __init__(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_floor_process, args=(child,), daemon=True)
-        self.target = ""
-
-    @property
-    def pid(self) -> int:
-        assert self._process.pid is not None
-        return self._process.pid
-
-    async def __aenter__(self) -> FloorServer:
-        self._process.start()
-        if not await asyncio.to_thread(self._conn.poll, _START_TIMEOUT_SECONDS):
-            raise RuntimeError("the bare gRPC server did not start")
-        self.target = f"127.0.0.1:{self._conn.recv()}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._conn.send("stop")
-        await asyncio.to_thread(self._process.join, 10.0)
-        if self._process.is_alive():
-            self._process.kill()
-
-    async def load(self, answers: dict[bytes, bytes]) -> None:
-        self._conn.send(("load", answers))
-        if await asyncio.to_thread(self._conn.recv) != "loaded":
-            raise RuntimeError("the bare gRPC server did not take its answers")
 
 
 def thread_cpu_seconds(pid: int) -> dict[str, float]:
@@ -315,7 +239,7 @@ async def _drive(
 
     async def caller(channel: grpc.aio.Channel, requests: Sequence[bytes]) -> list[bytes]:
         call = channel.unary_unary(
-            method, request_serializer=_identity, response_deserializer=_identity
+            method, request_serializer=identity, response_deserializer=identity
         )
         return [await call(request, timeout=30.0) for request in requests]
 
@@ -600,7 +524,7 @@ async def run(options: Options) -> Report:
                         for r, a in zip(rs, ans, strict=True)
                     }
                 )
-                await _drive(floor_channels, _FLOOR_METHOD, warm_callers)
+                await _drive(floor_channels, METHOD, warm_callers)
                 for round_ in range(sizes.rounds):
                     for job in workloads(sizes, round_):
                         if round_ == 0:
@@ -625,7 +549,7 @@ async def run(options: Options) -> Report:
                         echoed = await _measured(
                             bare,
                             floor_channels,
-                            _FLOOR_METHOD,
+                            METHOD,
                             job,
                             floor_costs.setdefault(job.name, Cost()),
                         )

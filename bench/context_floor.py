@@ -32,20 +32,18 @@ covers the whole log (``last_sequence``).
 
 from __future__ import annotations
 
-import asyncio
-import multiprocessing
 import os
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from bench import DataCheckError, Options, Report, Target, number, table
+from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import APP, SEED, USER, Conversation, Session
 from bench.sidecar import Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
@@ -54,9 +52,6 @@ from contextengine.v1 import context_service_pb2 as cpb
 SESSION = "floor"
 AGENT = "agent"
 _METHOD = "/contextengine.v1.ContextService/BuildContext"
-_FLOOR_METHOD = "/bench.Floor/Answer"
-_START_TIMEOUT_SECONDS = 30.0
-_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
 #: whether this system has ``/proc`` with per-thread ``schedstat`` (Linux)
 _PROC = Path("/proc/self/task").exists()
 #: the issue's ceiling: sidecar CPU / floor CPU
@@ -79,10 +74,6 @@ FULL_SIZES = Sizes((1_000, 10_000, 50_000), 300, 100, 400_000_000, 500)
 QUICK_SIZES = Sizes((1_000, 5_000), 60, 20, 100_000_000, 500)
 
 
-def _identity(data: bytes) -> bytes:
-    return data
-
-
 def task_cpu_ns(pid: int) -> int:
     """CPU nanoseconds so far of process ``pid``'s live threads (``schedstat``'s first field)."""
     total = 0
@@ -95,73 +86,6 @@ def task_cpu_ns(pid: int) -> int:
 
 
 # The bare server -----------------------------------------------------------------------------
-
-
-def _floor_process(conn: Connection) -> None:
-    asyncio.run(_floor_serve(conn))
-
-
-async def _floor_serve(conn: Connection) -> None:
-    """Answers each request with the bytes it was given for it (``("load", {request:
-    response})`` on ``conn`` replaces them); stops on ``"stop"``."""
-    answers: dict[bytes, bytes] = {}
-
-    async def answer(request: bytes, context: object) -> bytes:
-        return answers[request]
-
-    server = grpc.aio.server(options=_CHANNEL_OPTIONS)
-    server.add_generic_rpc_handlers(
-        (
-            grpc.method_handlers_generic_handler(
-                "bench.Floor",
-                {"Answer": grpc.unary_unary_rpc_method_handler(answer, _identity, _identity)},
-            ),
-        )
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    conn.send(port)
-    while True:
-        message = await asyncio.to_thread(conn.recv)
-        if message == "stop":
-            break
-        answers.clear()
-        answers.update(message[1])
-        conn.send("loaded")
-    await server.stop(None)
-
-
-class FloorServer:
-    """The bare server's process (``async with``)."""
-
-    def __init__(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_floor_process, args=(child,), daemon=True)
-        self.target = ""
-
-    @property
-    def pid(self) -> int:
-        assert self._process.pid is not None
-        return self._process.pid
-
-    async def __aenter__(self) -> FloorServer:
-        self._process.start()
-        if not await asyncio.to_thread(self._conn.poll, _START_TIMEOUT_SECONDS):
-            raise RuntimeError("the bare gRPC server did not start")
-        self.target = f"127.0.0.1:{self._conn.recv()}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._conn.send("stop")
-        await asyncio.to_thread(self._process.join, 10.0)
-        if self._process.is_alive():
-            self._process.kill()
-
-    async def load(self, answers: dict[bytes, bytes]) -> None:
-        self._conn.send(("load", answers))
-        if await asyncio.to_thread(self._conn.recv) != "loaded":
-            raise RuntimeError("the bare gRPC server did not take its answers")
 
 
 # The workloads -------------------------------------------------------------------------------
@@ -215,9 +139,9 @@ class Caller:
     """Unary calls on one raw channel, each measured in the server's CPU."""
 
     def __init__(self, target: str, method: str, pid: int) -> None:
-        self.channel = grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+        self.channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
         self._call = self.channel.unary_unary(
-            method, request_serializer=_identity, response_deserializer=_identity
+            method, request_serializer=identity, response_deserializer=identity
         )
         self.pid = pid
 
@@ -264,7 +188,7 @@ class Bench:
         self.appended = 0
         self.engine = Caller(sidecar.target, _METHOD, 0)
         self.floor_server = floor
-        self.floor = Caller(floor.target, _FLOOR_METHOD, floor.pid)
+        self.floor = Caller(floor.target, METHOD, floor.pid)
         self.client = ContextEngineClient(sidecar.target, attempts=1, timeout=120.0)
         self.checks: list[str] = []
 

@@ -49,7 +49,7 @@ from typing import Any
 import grpc
 
 from bench import DataCheckError, Options, Report, Target, number, proc, table
-from bench.append_floor import FloorServer
+from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import (
     AGENT as CONTEXT_AGENT,
     APP,
@@ -66,10 +66,8 @@ from bench.sidecar import Sidecar
 from contextengine.v1 import context_service_pb2 as cpb, session_service_pb2 as spb
 
 #: the floor server's one method (``bench.append_floor``: answers each request with its bytes)
-_FLOOR_METHOD = "/bench.Floor/Echo"
 _APPEND_METHOD = "/contextengine.v1.SessionService/AppendEvent"
 _BUILD_METHOD = "/contextengine.v1.ContextService/BuildContext"
-_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
 _CALL_TIMEOUT_SECONDS = 120.0
 
 #: issue #22's ceilings, sidecar CPU / floor CPU (cold start: engine / ADK)
@@ -117,10 +115,6 @@ QUICK_SIZES = Sizes(
 )
 
 
-def _identity(data: bytes) -> bytes:
-    return data
-
-
 @dataclass
 class Point:
     """One operation at one history length: the sidecar's CPU per call and its floor's."""
@@ -159,9 +153,9 @@ class Caller:
     """Raw unary calls of one method on a channel, with the server's CPU read around blocks."""
 
     def __init__(self, target: str, method: str, cpu: Callable[[], float | None]) -> None:
-        self._channel = grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+        self._channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
         self._call = self._channel.unary_unary(
-            method, request_serializer=_identity, response_deserializer=_identity
+            method, request_serializer=identity, response_deserializer=identity
         )
         self._cpu = cpu
 
@@ -297,7 +291,7 @@ class Bench:
         """The bare server's CPU seconds answering ``requests`` with ``answers`` (the same
         bytes the sidecar took and gave), one call after the other."""
         await self.floor.load(dict(zip(requests, answers, strict=True)))
-        caller = Caller(self.floor.target, _FLOOR_METHOD, self._floor_cpu)
+        caller = Caller(self.floor.target, METHOD, self._floor_cpu)
         try:
             got, cpu, _ = await caller.block(requests)
         finally:
