@@ -18,8 +18,12 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from rich.console import Console, RenderableType
+from rich.measure import Measurement
 
-__all__ = ["Output", "make_console", "to_json"]
+__all__ = ["PIPED_WIDTH", "Output", "make_console", "to_json"]
+
+#: the width of plain output into a pipe or a file when ``COLUMNS`` is not set
+PIPED_WIDTH = 200
 
 _INT64 = frozenset(
     {
@@ -82,10 +86,15 @@ def to_json(message: Message) -> dict[str, Any]:
 
 def make_console(file: TextIO | None = None, *, width: int | None = None) -> Console:
     """A rich console on ``file`` (default stdout): colours only on a terminal without
-    ``NO_COLOR``; otherwise plain text, ``COLUMNS`` wide (80 without it) unless ``width``."""
+    ``NO_COLOR``; otherwise plain text, ``COLUMNS`` wide (``PIPED_WIDTH`` without it when piped)
+    unless ``width``."""
     stream = sys.stdout if file is None else file
     terminal = stream.isatty()
     plain = not terminal or bool(os.environ.get("NO_COLOR"))
+    if width is None and not terminal and not os.environ.get("COLUMNS"):
+        # Piped into grep, awk or a file: no terminal to fit, so ids and timestamps are not cut
+        # to rich's 80 columns.
+        width = PIPED_WIDTH
     return Console(
         file=stream,
         width=width,
@@ -108,7 +117,17 @@ class Output:
 
     def show(self, *renderables: RenderableType) -> None:
         for renderable in renderables:
-            self.console.print(renderable)
+            if self.console.is_terminal:
+                self.console.print(renderable)
+                continue
+            # Plain text: as wide as the renderable needs (a table that expands to the width
+            # would pad every line and draw its rules across it), trailing blanks cut.
+            needed = Measurement.get(self.console, self.console.options, renderable).maximum
+            with self.console.capture() as captured:
+                self.console.print(renderable, width=min(needed, self.console.width))
+            lines = captured.get().splitlines()
+            self.file.write("".join(line.rstrip() + "\n" for line in lines))
+            self.file.flush()
 
     def line(self, renderable: RenderableType) -> None:
         """One line, never wrapped or cut (a log line: ``events tail``)."""
