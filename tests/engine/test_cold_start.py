@@ -111,3 +111,46 @@ async def test_a_session_made_again_does_not_use_the_old_measures(tmp_path: Path
         await engine.append_events(spb.AppendEventsRequest(**WHERE, events=events))
         response = (await engine.build_context(request)).response()
     assert response.token_estimate.tokens == _counted(response)
+
+
+def _timed(events: list[event_pb2.Event], start: float) -> list[event_pb2.Event]:
+    for offset, event in enumerate(events):
+        event.timestamp = start + offset
+    return events
+
+
+async def test_a_compacted_view_reads_only_the_measures_of_its_contents(tmp_path: Path) -> None:
+    db = tmp_path / "ce.db"
+    settings = EngineSettings(db=str(db))
+    request = cpb.BuildContextRequest(**WHERE, agent_name="agent")
+    events = _timed([e for i in range(12) for e in _invocation(i, other_agent=False)], 100.0)
+    summary = event_pb2.Event(author="user", invocation_id="c", timestamp=events[-1].timestamp + 1)
+    summary.actions.compaction.start_timestamp = events[0].timestamp
+    summary.actions.compaction.end_timestamp = events[-5].timestamp  # all but the last turn
+    summary.actions.compaction.compacted_content.role = "model"
+    summary.actions.compaction.compacted_content.parts.add().text = "The weather of 11 cities."
+    async with await open_engine(settings) as engine:
+        await engine.create_session(spb.CreateSessionRequest(**WHERE))
+        await engine.append_events(spb.AppendEventsRequest(**WHERE, events=events[:4]))
+        await engine.build_context(request)
+        # In use: what is appended now is measured in the background, and kept.
+        await engine.append_events(spb.AppendEventsRequest(**WHERE, events=[*events[4:], summary]))
+        built = (await engine.build_context(request)).response()
+    assert built.token_estimate.tokens == _counted(built)
+    assert 4 * len(built.contents) < len(events)  # the view holds a few of the events
+
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("UPDATE content_measures SET tokens = tokens + ?", (SHIFT,))
+        kept = conn.execute("SELECT COUNT(*) FROM content_measures").fetchone()[0]
+    finally:
+        conn.close()
+    assert kept > len(built.contents)  # the events' contents were measured too
+
+    async with await open_engine(settings) as engine:
+        response = (await engine.build_context(request)).response()
+        # Only the view's contents' measures were read: those of the hidden events were not.
+        counter = (await engine.events.log(KEY)).counter
+        assert len(counter) == len({c.SerializeToString() for c in response.contents})
+    assert list(response.contents) == list(built.contents)
+    assert response.token_estimate.tokens == _counted(response) + SHIFT * len(response.contents)

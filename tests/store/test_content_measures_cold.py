@@ -45,6 +45,21 @@ async def test_measures_are_kept_per_session_and_counter(store: EventStore) -> N
     assert await store.get_content_measures(KEY, COUNTER) == {A: (3, 12), B: (5, 20), C: (2, 8)}
 
 
+async def test_measures_are_read_by_digest(store: EventStore) -> None:
+    await store.create_session(KEY, {}, 1.0)
+    await store.create_session(OTHER, {}, 1.0)
+    await store.put_content_measures(KEY, COUNTER, {A: (3, 12), B: (5, 20)})
+    await store.put_content_measures(KEY, "chars/4", {C: (4, 16)})
+    await store.put_content_measures(OTHER, COUNTER, {C: (1, 4)})
+    # Only those asked for, of this session and counter; digests nothing was kept for are left
+    # out (in any number: more than one query's worth of them too).
+    unknown = [bytes([n % 256, n // 256]) * 8 for n in range(1200)]
+    assert await store.get_content_measures(KEY, COUNTER, [A, C, *unknown]) == {A: (3, 12)}
+    assert await store.get_content_measures(KEY, COUNTER, [*unknown, B]) == {B: (5, 20)}
+    assert await store.get_content_measures(KEY, COUNTER, []) == {}
+    assert await store.get_content_measures(SessionKey("app", "u", "nobody"), COUNTER, [A]) == {}
+
+
 async def test_measures_go_with_the_session(store: EventStore) -> None:
     unknown = SessionKey("app", "u", "nobody")
     await store.put_content_measures(unknown, COUNTER, {A: (1, 1)})  # nothing, no error

@@ -158,6 +158,10 @@ class RememberingCounter:
         """How many distinct contents it knows the measures of."""
         return len(self._known)
 
+    def knows(self, digest: bytes) -> bool:
+        """Whether it knows the measures of the content of ``digest``."""
+        return digest in self._known
+
     def remember(self, known: Mapping[bytes, Measure]) -> None:
         """Adds measures from elsewhere (what it measured itself stays)."""
         for digest, measure in known.items():

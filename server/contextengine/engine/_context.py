@@ -22,7 +22,7 @@ from contextengine.compaction.compactor import Compactor, View as CompactionView
 from contextengine.core.context import ContextOptions, IncludeContents, Item
 from contextengine.core.context.incremental import View, materialize
 from contextengine.core.errors import invalid
-from contextengine.core.tokens import TokenCounter, default_counter
+from contextengine.core.tokens import Measure, TokenCounter, content_digest, default_counter
 from contextengine.core.validate import (
     check_agent_name,
     check_branch,
@@ -198,6 +198,31 @@ def _since_base(request: pb.BuildContextRequest, view: View, content_count: int)
     return 0
 
 
+class _Unmeasured:
+    """A counter that measures nothing (every content: 0 tokens, 0 characters)."""
+
+    name = "unmeasured"
+
+    def count_content(self, content: content_pb2.Content) -> int:
+        return 0
+
+    def count_contents(self, contents: Sequence[content_pb2.Content]) -> list[int]:
+        return [0] * len(contents)
+
+    def measure_contents(self, contents: Sequence[content_pb2.Content]) -> list[Measure]:
+        return [(0, 0)] * len(contents)
+
+
+_UNMEASURED = _Unmeasured()
+
+
+def _view_key(key: SessionKey, options: ContextOptions) -> _ViewKey:
+    if options.user_content is None:
+        return (key, options, b"")
+    user_content = options.user_content.SerializeToString()
+    return (key, replace(options, user_content=None), user_content)
+
+
 def _set_cache_fields(tail: pb.BuildContextResponse, fields: PromptCacheFields) -> None:
     tail.cacheable_contents_count = fields.cacheable_contents_count
     tail.fingerprint = fields.fingerprint
@@ -262,6 +287,11 @@ class ContextBuilder:
         caching = await self._prepare_caching(request, options)
         compaction_sequence = 0
         log: SessionLog | None = None
+        if not self._events.cached(key):
+            # The session's first use in this process: its view is built (reading the kept
+            # measures of its contents) before the token check, which may measure it.
+            log = await self._events.log(key)
+            await self._view_reading_kept(key, options, log)
         if not request.skip_compaction:
             check = await self._compactor.before_context(
                 key,
@@ -276,7 +306,7 @@ class ContextBuilder:
         # ``log.events`` is the cache's own list, which other calls may have extended since it
         # was read: the view covers all of it as it is now.
         events = log.events
-        view = self._view(key, options, events, log.generation, log.items, log.counter)
+        view = await self._view_reading_kept(key, options, log)
         # A later call with the same options extends this view in place, maybe while this one
         # awaits the memory search or the cache service below: answer with what it holds now
         # (contents, body, offsets and digests only ever grow at their end).
@@ -328,6 +358,31 @@ class ContextBuilder:
         view = self._view(key, options, log.events, log.generation, log.items, log.counter)
         return view.total_chars
 
+    async def _view_reading_kept(
+        self, key: SessionKey, options: ContextOptions, log: SessionLog
+    ) -> View:
+        """``_view`` of ``log``; a view built anew over a log whose kept measures were not all
+        read yet reads first those of the contents it holds (all of them when it holds most of
+        the log: one read of everything kept costs less than looking each one up)."""
+        cache_key = _view_key(key, options)
+        cached = self._views.get(cache_key)
+        if not log.measures_unread or (cached is not None and cached[0] == log.generation):
+            return self._view(key, options, log.events, log.generation, log.items, log.counter)
+        events = log.events
+        # Materialized without measuring, then measured once the measures it needs are read.
+        view = materialize(events, options, _UNMEASURED, None, log.items)
+        counter = log.counter
+        if 4 * len(view.contents) >= view.event_count:
+            await self._events.read_measures(key, counter, None)
+        else:
+            digests = {content_digest(content) for content in view.contents}
+            missing = [digest for digest in digests if not counter.knows(digest)]
+            if missing:
+                await self._events.read_measures(key, counter, missing)
+        view.measure_again(counter)
+        self._views.put(cache_key, (log.generation, view))
+        return view
+
     def _view(
         self,
         key: SessionKey,
@@ -340,11 +395,7 @@ class ContextBuilder:
         """The (cached, extended or rebuilt) view of ``events``, counting tokens with
         ``counter`` (the session's, which remembers its contents' counts) or else the
         builder's."""
-        if options.user_content is None:
-            cache_key = (key, options, b"")
-        else:
-            user_content = options.user_content.SerializeToString()
-            cache_key = (key, replace(options, user_content=None), user_content)
+        cache_key = _view_key(key, options)
         cached = self._views.pop(cache_key)
         previous = cached[1] if cached is not None and cached[0] == generation else None
         view = materialize(

@@ -8,9 +8,11 @@ bounded by the total number of cached events (least recently used sessions are d
 Token measures (what BuildContext's token estimate costs): each cached session has a
 :class:`RememberingCounter`, its contents' (tokens, characters) by digest, which the context views
 over the log count with (``SessionLog.counter``), so no content is tokenized twice. They are
-persisted in the store (``content_measures``) and read back with the session's log when it is
-first cached, so the first BuildContext after a restart tokenizes only what no earlier process
-measured. Off every caller's path:
+persisted in the store (``content_measures``) and read back when a view over the session's log is
+first built in this process (``read_measures``: the context builder asks for the measures of the
+contents its view holds, or for all of them when the view holds most of the log), so the first
+BuildContext after a restart tokenizes only what no earlier process measured and reads no more
+counts than its view needs. Off every caller's path:
 
 * events appended to a cached session are read into the cache and measured in the background (a
   task on the event loop, ``measure_seconds`` after the first unmeasured commit, so that the
@@ -30,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from contextengine.core.context import Item, item_from_event
@@ -77,6 +79,8 @@ class _Entry:
     flush_timer: asyncio.TimerHandle | None = None
     #: how many of ``events`` the background task has measured
     measured_events: int = 0
+    #: every measure kept in the store for the session has been read into ``measures``
+    measures_read: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,8 @@ class SessionLog:
     create_time: float
     #: the session's token counter (remembers, and persists, what it measured)
     counter: RememberingCounter
+    #: the store may keep measures ``counter`` has not read (``SessionEventCache.read_measures``)
+    measures_unread: bool
 
 
 class SessionEventCache:
@@ -147,8 +153,6 @@ class SessionEventCache:
             )
             self._entries[key] = entry
             created = True
-            known = await self._store.get_content_measures(key, self._counter.name)
-            entry.measures.remember(known)
         self._entries.move_to_end(key)
         await self._top_up(key, entry, head.last_sequence)
         if created:
@@ -163,7 +167,23 @@ class SessionEventCache:
             entry.generation,
             entry.create_time,
             entry.measures,
+            not entry.measures_read,
         )
+
+    def cached(self, key: SessionKey) -> bool:
+        """Whether the session's log is cached (its next ``log`` reads only what is new)."""
+        return key in self._entries
+
+    async def read_measures(
+        self, key: SessionKey, counter: RememberingCounter, digests: Collection[bytes] | None
+    ) -> None:
+        """Reads the measures the store keeps for the session's contents of ``digests`` (None:
+        all of them) into ``counter`` (the session's: ``SessionLog.counter``)."""
+        kept = await self._store.get_content_measures(key, self._counter.name, digests)
+        counter.remember(kept)
+        entry = self._entries.get(key)
+        if digests is None and entry is not None and entry.measures is counter:
+            entry.measures_read = True
 
     def invalidate(self, key: SessionKey) -> None:
         self._drop(key)

@@ -55,7 +55,7 @@ Positions and commit notifications (what subscriptions are built on):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
@@ -263,10 +263,11 @@ class EventStore(Protocol):
         """The stored configuration, or None if never set."""
 
     async def get_content_measures(
-        self, key: SessionKey, counter: str
+        self, key: SessionKey, counter: str, digests: Collection[bytes] | None = None
     ) -> dict[bytes, tuple[int, int]]:
         """What ``put_content_measures`` recorded for the session's contents counted by
-        ``counter``: content digest -> (tokens, chars); {} for an unknown session."""
+        ``counter``: content digest -> (tokens, chars); {} for an unknown session. With
+        ``digests``, only the measures of those (the ones a view needs)."""
 
     async def put_content_measures(
         self, key: SessionKey, counter: str, measures: Mapping[bytes, tuple[int, int]]

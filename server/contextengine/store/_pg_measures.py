@@ -13,17 +13,25 @@ from contextengine.store._base import SessionKey
 
 
 async def get_content_measures(
-    conn: asyncpg.Connection, key: SessionKey, counter: str
+    conn: asyncpg.Connection, key: SessionKey, counter: str, digests: list[bytes] | None = None
 ) -> dict[bytes, tuple[int, int]]:
-    found = await conn.fetch(
+    """The session's measures by ``counter``; with ``digests``, only those."""
+    query = (
         "SELECT m.digest, m.tokens, m.chars FROM content_measures m"
         " JOIN sessions s ON s.id = m.session"
-        " WHERE s.app_name = $1 AND s.user_id = $2 AND s.session_id = $3 AND m.counter = $4",
-        key.app_name,
-        key.user_id,
-        key.session_id,
-        counter,
+        " WHERE s.app_name = $1 AND s.user_id = $2 AND s.session_id = $3 AND m.counter = $4"
     )
+    if digests is None:
+        found = await conn.fetch(query, key.app_name, key.user_id, key.session_id, counter)
+    else:
+        found = await conn.fetch(
+            query + " AND m.digest = ANY($5::bytea[])",
+            key.app_name,
+            key.user_id,
+            key.session_id,
+            counter,
+            digests,
+        )
     return {bytes(row[0]): (int(row[1]), int(row[2])) for row in found}
 
 

@@ -11,7 +11,7 @@ import bisect
 import copy
 import heapq
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -296,12 +296,15 @@ class MemoryStore:
         return StateAt(state=stored.state, position=self._last_position)
 
     async def get_content_measures(
-        self, key: SessionKey, counter: str
+        self, key: SessionKey, counter: str, digests: Collection[bytes] | None = None
     ) -> dict[bytes, tuple[int, int]]:
         self._check_open()
         session = self._sessions.get(key)
         if session is None:
             return {}
+        if digests is not None:
+            found = ((digest, session.measures.get((counter, digest))) for digest in digests)
+            return {digest: m for digest, m in found if m is not None}
         return {digest: m for (name, digest), m in session.measures.items() if name == counter}
 
     async def put_content_measures(

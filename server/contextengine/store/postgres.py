@@ -28,7 +28,7 @@ import copy
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, TypeVar
 
@@ -462,10 +462,12 @@ class PostgresStore:
         return await self._run(lambda conn: reads.get_app_config(conn, app_name), write=False)
 
     async def get_content_measures(
-        self, key: SessionKey, counter: str
+        self, key: SessionKey, counter: str, digests: Collection[bytes] | None = None
     ) -> dict[bytes, tuple[int, int]]:
+        wanted = None if digests is None else list(digests)
         return await self._run(
-            lambda conn: measures_table.get_content_measures(conn, key, counter), write=False
+            lambda conn: measures_table.get_content_measures(conn, key, counter, wanted),
+            write=False,
         )
 
     async def put_content_measures(

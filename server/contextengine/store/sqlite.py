@@ -19,7 +19,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -355,10 +355,15 @@ class SqliteStore:
         return await self._read(partial(reads.get_app_config, app_name=app_name))
 
     async def get_content_measures(
-        self, key: SessionKey, counter: str
+        self, key: SessionKey, counter: str, digests: Collection[bytes] | None = None
     ) -> dict[bytes, tuple[int, int]]:
         return await self._read(
-            partial(measures_table.get_content_measures, key=key, counter=counter)
+            partial(
+                measures_table.get_content_measures,
+                key=key,
+                counter=counter,
+                digests=None if digests is None else list(digests),
+            )
         )
 
     async def put_content_measures(

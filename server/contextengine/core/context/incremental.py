@@ -176,6 +176,14 @@ class View:
     #: bytes, given again as they are while all three are the same (no copy of the contents)
     last_answer: tuple[int, int, bytes, bytes] | None = None
 
+    def measure_again(self, counter: TokenCounter) -> None:
+        """Measures the view's contents again with ``counter`` (for a view materialized with a
+        counter that did not measure, before the measures it needs were read)."""
+        measures = counter.measure_contents(self.contents)
+        self.tokens = [tokens for tokens, _ in measures]
+        self.total_tokens = sum(self.tokens)
+        self.total_chars = sum(chars for _, chars in measures)
+
     def append(self, contents: Sequence[content_pb2.Content], counter: TokenCounter) -> None:
         measures = counter.measure_contents(contents)
         digest = self.digests[-1]
