@@ -109,6 +109,15 @@ class Target:
         }
 
 
+@dataclass(frozen=True)
+class Ceiling(Target):
+    """A target met at or below ``required`` (a ratio to a floor, a time budget)."""
+
+    @property
+    def met(self) -> bool:
+        return self.measured <= self.required
+
+
 @dataclass
 class Report:
     """What one benchmark run produced."""
@@ -192,9 +201,10 @@ class Report:
         """One target in ``footer``: what was measured, in which unit, what is needed, met or
         not."""
         verdict = "met" if target.met else "MISSED"
+        need = "<=" if isinstance(target, Ceiling) else ">="
         return (
             f"{target.name}: {target.measured:,.2f} {target.unit} "
-            f"(need >= {target.required:,.2f}) {verdict}"
+            f"(need {need} {target.required:,.2f}) {verdict}"
         )
 
 

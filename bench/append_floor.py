@@ -45,7 +45,7 @@ from typing import Any
 
 import grpc
 
-from bench import DataCheckError, Options, Report, Target, number, proc, table
+from bench import Ceiling, DataCheckError, Options, Report, number, proc, table
 from bench.answer_floor import METHOD, FloorServer, identity
 from bench.append import APP, USER, to_proto, workload
 from bench.sidecar import THREAD_KINDS, Sidecar, profile_summary
@@ -373,15 +373,6 @@ class Row:
         }
 
 
-@dataclass(frozen=True)
-class Ceiling(Target):
-    """A target that is met at or below ``required``."""
-
-    @property
-    def met(self) -> bool:
-        return self.measured <= self.required
-
-
 @dataclass
 class FloorReport(Report):
     rows: list[Row] = field(default_factory=list)
@@ -390,15 +381,6 @@ class FloorReport(Report):
         data = super().to_json()
         data["rows"] = [row.to_json() for row in self.rows]
         return data
-
-    def target_line(self, target: Target) -> str:
-        if not isinstance(target, Ceiling):
-            return super().target_line(target)
-        verdict = "met" if target.met else "MISSED"
-        return (
-            f"{target.name}: {target.measured:,.2f} {target.unit} "
-            f"(need <= {target.required:,.2f}) {verdict}"
-        )
 
     def render(self) -> str:
         lines = [f"== {self.benchmark} ==", "server CPU, us (per call, and per event for batches)"]

@@ -42,7 +42,7 @@ from typing import Any
 
 import grpc
 
-from bench import DataCheckError, Options, Report, Target, number, table
+from bench import Ceiling, DataCheckError, Options, Report, number, table
 from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import APP, SEED, USER, Conversation, Session
 from bench.sidecar import Sidecar, profile_summary
@@ -279,13 +279,6 @@ class FloorReport(Report):
         data["rows"] = [row.to_json() for row in self.rows]
         return data
 
-    def target_line(self, target: Target) -> str:
-        verdict = "met" if target.measured <= target.required else "MISSED"
-        return (
-            f"{target.name}: {target.measured:,.2f} {target.unit} "
-            f"(need <= {target.required:,.2f}) {verdict}"
-        )
-
     def render(self) -> str:
         header = (
             "events",
@@ -372,7 +365,7 @@ async def run(options: Options) -> Report:
             report.notes.append(profile_summary(sidecar.profiles, "sidecar main thread", 25))
     for row in report.rows:
         report.targets.append(
-            Target(f"{row.events:,} events, {row.workload}", row.ratio, RATIO_TARGET, "x floor")
+            Ceiling(f"{row.events:,} events, {row.workload}", row.ratio, RATIO_TARGET, "x floor")
         )
     report.notes.append(
         f"load average at start {load_at_start}, at the end {_load_average()} "
