@@ -26,6 +26,7 @@ import click
 import yaml
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from rich.console import Group
 from rich.text import Text
 
 from contextengine.client import ContextEngineClient, RpcError
@@ -283,12 +284,11 @@ def sessions_list(conn: Connection, app: str, user: str, as_json: bool) -> None:
         return [session async for session in client.list_sessions(app, user)]
 
     found = _run(conn, work)
-    out = Output(as_json)
-    if as_json:
-        out.json(pb.ListSessionsResponse(sessions=found))
-        return
     scope = f"{app} / {user}" if user else app
-    out.show(render.sessions_table(found, title=f"{len(found)} sessions of {scope}"))
+    Output(as_json).answer(
+        pb.ListSessionsResponse(sessions=found),
+        lambda: render.sessions_table(found, title=f"{len(found)} sessions of {scope}"),
+    )
 
 
 @sessions.command(name="show")
@@ -307,11 +307,7 @@ def sessions_show(
     found = _run(
         conn, lambda client: client.get_session(app, user, session, num_recent_events=recent)
     )
-    out = Output(as_json)
-    if as_json:
-        out.json(found)
-        return
-    out.show(render.session_view(found))
+    Output(as_json).answer(found, lambda: render.session_view(found))
 
 
 @sessions.command(name="delete")
@@ -378,18 +374,15 @@ def events_list(
         return answer
 
     answer = _run(conn, work)
-    out = Output(as_json)
-    if as_json:
-        out.json(answer)
-        return
-    out.show(
-        render.events_table(
+    Output(as_json).answer(
+        answer,
+        lambda: render.events_table(
             answer.events,
             title=(
                 f"{len(answer.events)} events of {app} / {user} / {session} "
                 f"(last sequence {answer.last_sequence})"
             ),
-        )
+        ),
     )
 
 
@@ -571,11 +564,9 @@ def context(
         return built, log
 
     built, log = _run(conn, work)
-    out = Output(as_json)
-    if as_json:
-        out.json(built)
-        return
-    out.show(render.context_view(built, log, title=f"context of {agent}"))
+    Output(as_json).answer(
+        built, lambda: render.context_view(built, log, title=f"context of {agent}")
+    )
 
 
 @cli.group(help="A session's compaction: its status, compacting now, expanding a summary.")
@@ -592,11 +583,7 @@ def compaction() -> None:
 def compaction_status(conn: Connection, app: str, user: str, session: str, as_json: bool) -> None:
     """Whether a compaction runs, how many ran and failed, the last error."""
     status = _run(conn, lambda client: client.compaction_status(app, user, session))
-    out = Output(as_json)
-    if as_json:
-        out.json(status)
-        return
-    out.show(render.compaction_status_view(status))
+    Output(as_json).answer(status, lambda: render.compaction_status_view(status))
 
 
 @compaction.command(name="compact")
@@ -645,14 +632,14 @@ def compaction_compact(
             deadline_seconds=deadline,
         ),
     )
-    out = Output(as_json)
-    if as_json:
-        out.json(answer)
-        return
-    if answer.HasField("summary"):
-        out.show(render.summary_view(answer.summary, "appended"))
-    else:
-        out.show(Text(f"no summary: {answer.skipped_reason or 'nothing to compact'}"))
+    Output(as_json).answer(
+        answer,
+        lambda: (
+            render.summary_view(answer.summary, "appended")
+            if answer.HasField("summary")
+            else Text(f"no summary: {answer.skipped_reason or 'nothing to compact'}")
+        ),
+    )
 
 
 @compaction.command(name="expand")
@@ -667,11 +654,9 @@ def compaction_expand(
 ) -> None:
     """The raw events and earlier summaries the summary at SEQUENCE replaced (ExpandSummary)."""
     answer = _run(conn, lambda client: client.expand_summary(app, user, session, sequence))
-    out = Output(as_json)
-    if as_json:
-        out.json(answer)
-        return
-    out.show(render.summary_view(answer.summary), render.expansion_view(answer))
+    Output(as_json).answer(
+        answer, lambda: Group(render.summary_view(answer.summary), render.expansion_view(answer))
+    )
 
 
 @cli.group(help="Search a user's memories.")
@@ -696,14 +681,11 @@ def memory_search(
 ) -> None:
     """USER's memories that share words with QUERY, best first (SearchMemory)."""
     answer = _run(conn, lambda client: client.search_memory(app, user, query, limit=limit))
-    out = Output(as_json)
-    if as_json:
-        out.json(answer)
-        return
-    out.show(
-        render.memory_table(
+    Output(as_json).answer(
+        answer,
+        lambda: render.memory_table(
             answer, title=f"{len(answer.memories)} memories for {query!r} ({answer.ranking})"
-        )
+        ),
     )
 
 

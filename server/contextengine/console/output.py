@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from google.protobuf import json_format
@@ -128,6 +129,13 @@ class Output:
             lines = captured.get().splitlines()
             self.file.write("".join(line.rstrip() + "\n" for line in lines))
             self.file.flush()
+
+    def answer(self, message: Message, view: Callable[[], RenderableType]) -> None:
+        """A read command's answer: ``message`` as JSON with ``--json``, else ``view()``."""
+        if self.as_json:
+            self.json(message)
+        else:
+            self.show(view())
 
     def line(self, renderable: RenderableType) -> None:
         """One line, never wrapped or cut (a log line: ``events tail``)."""
