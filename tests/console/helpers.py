@@ -60,7 +60,8 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @dataclass
 class Sidecar:
-    """A ``contextengine serve`` child process on a loopback port and a SQLite file."""
+    """A ``contextengine serve`` child process on a loopback port and a SQLite file, at its
+    default log level (INFO: a line per RPC, into ``log``), as it is run."""
 
     port: int
     db: Path
@@ -88,8 +89,6 @@ class Sidecar:
                     str(self.db),
                     "--port-file",
                     str(port_file),
-                    "--log-level",
-                    "WARNING",
                     *self.args,
                 ],
                 stdin=subprocess.DEVNULL,
