@@ -137,10 +137,8 @@ class GeminiCaches:
         client = self._genai_client()
         try:
             with self._telemetry.span("gemini.caches.create", {"gemini.model": model}):
-                cached = await asyncio.wait_for(
-                    client.aio.caches.create(model=model, config=config),
-                    timeout=self.timeout_seconds,
-                )
+                async with asyncio.timeout(self.timeout_seconds):
+                    cached = await client.aio.caches.create(model=model, config=config)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -155,7 +153,8 @@ class GeminiCaches:
         try:
             client = self._genai_client()
             with self._telemetry.span("gemini.caches.delete"):
-                await asyncio.wait_for(client.aio.caches.delete(name=name), self.timeout_seconds)
+                async with asyncio.timeout(self.timeout_seconds):
+                    await client.aio.caches.delete(name=name)
         except asyncio.CancelledError:
             raise
         except Exception as error:

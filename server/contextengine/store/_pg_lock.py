@@ -91,7 +91,8 @@ class CompactionLocks:
         pool, self._pool = self._pool, None
         if pool is not None:
             try:
-                await asyncio.wait_for(pool.close(), timeout=self._connect_timeout)
+                async with asyncio.timeout(self._connect_timeout):
+                    await pool.close()
             except Exception:  # the server is gone: drop the connections
                 pool.terminate()
 

@@ -241,8 +241,7 @@ class ChangeFeed:
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await _ended(task)
         await self._disconnect()
         reader, self._reader = self._reader, None
         if reader is not None:
@@ -255,7 +254,8 @@ class ChangeFeed:
             if self._reader is None or self._reader.is_closed():
                 self._reader = await asyncpg.connect(self._dsn, timeout=self._connect_timeout)
             # Bounded: local commits may be waiting for this read (a hung server is unreachable).
-            return await asyncio.wait_for(query(self._reader), _READ_TIMEOUT)
+            async with asyncio.timeout(_READ_TIMEOUT):
+                return await query(self._reader)
         except Exception as error:
             problem = storage_error(error)
             if problem is None:
@@ -343,7 +343,7 @@ class ChangeFeed:
 
     async def _work(self) -> None:
         """Applies notifications as they come, and reads the table every poll anyway."""
-        while True:
+        while not self._closed:
             timeout = self._poll_seconds if self._listening else self._lost_poll_seconds
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
@@ -398,7 +398,8 @@ class ChangeFeed:
         self._listening = False
         if conn is not None and not conn.is_closed():
             try:
-                await asyncio.wait_for(conn.close(), timeout=self._connect_timeout)
+                async with asyncio.timeout(self._connect_timeout):
+                    await conn.close()
             except Exception:  # closing a broken connection
                 conn.terminate()
 
@@ -407,7 +408,8 @@ class ChangeFeed:
         if conn is None or conn.is_closed():
             return False
         try:
-            await asyncio.wait_for(conn.fetchval("SELECT 1"), timeout=self._connect_timeout)
+            async with asyncio.timeout(self._connect_timeout):
+                await conn.fetchval("SELECT 1")
         except Exception:  # any failure means the connection is gone
             return False
         return True
@@ -416,7 +418,7 @@ class ChangeFeed:
         """Checks the connection every poll; reconnects with backoff when it is gone, then
         reads what may have been missed."""
         backoff = 0.1
-        while True:
+        while not self._closed:
             if self._listening:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self._poll_seconds):
@@ -445,6 +447,18 @@ class ChangeFeed:
             # Configuration notifications may have been missed: every cache entry may be stale.
             self._tell_config(ConfigChanged(None))
             self._wake.set()
+
+
+async def _ended(task: asyncio.Task[None]) -> None:
+    """Waits for a cancelled ``task`` to end, cancelling it again while it goes on: a
+    cancellation can be lost on the way (Python 3.11's ``asyncio.wait_for`` returns the result
+    instead when what it waits for completes in the same turn, as asyncpg's internals may), and
+    a feed loop that lost one would keep the store's ``close`` waiting forever."""
+    while not task.done():
+        await asyncio.wait((task,), timeout=0.1)
+        task.cancel()
+    if not task.cancelled() and task.exception() is not None:
+        _LOG.warning("store: the change feed's task failed: %r", task.exception())
 
 
 async def _last_position(conn: asyncpg.Connection) -> int:

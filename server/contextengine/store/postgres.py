@@ -177,7 +177,8 @@ class PostgresStore:
                 await probe
         if pool is not None:
             try:
-                await asyncio.wait_for(pool.close(), timeout=self._connect_timeout)
+                async with asyncio.timeout(self._connect_timeout):
+                    await pool.close()
             except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
                 pool.terminate()
 

@@ -166,10 +166,10 @@ class GeminiSummarizer:
         contents = [types.Content(role="user", parts=[types.Part(text=prompt)])]
         for attempt in range(1, self.max_attempts + 1):
             try:
-                response = await asyncio.wait_for(
-                    client.aio.models.generate_content(model=self.model, contents=contents),
-                    timeout=self.timeout_seconds,
-                )
+                async with asyncio.timeout(self.timeout_seconds):
+                    response = await client.aio.models.generate_content(
+                        model=self.model, contents=contents
+                    )
             except Exception as error:
                 reason = _describe(error, self.timeout_seconds)
                 if not _retryable(error) or attempt == self.max_attempts:
