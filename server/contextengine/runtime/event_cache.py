@@ -1,9 +1,16 @@
 """Keeps recently used sessions' logs in memory and tops them up with what was appended since.
 
-The sidecar is the only writer of its store, but the cache still asks the store for the session's
-head (last sequence, creation time) on every use and reads only the events after the cached ones,
-so it is never stale: a deleted and re-created session is detected by its creation time. Memory is
-bounded by the total number of cached events (least recently used sessions are dropped first).
+Where the store has other writers (PostgreSQL shared by several sidecars), the cache asks the
+store for the session's head (last sequence, creation time) on every use and reads only the events
+after the cached ones, so it is never stale: a deleted and re-created session is detected by its
+creation time. Where this process is the store's only writer (``EventStore.sole_writer``: SQLite,
+memory), every change reaches the cache's commit listener in its commit's own step, so a cached
+session's head is known without asking: it is read once, when the session is cached, and then
+followed from the commits (a session deleted is dropped; a head read that a commit of the same
+session overtook is not trusted, and the next use reads it again). A steady BuildContext then
+reads nothing from the store (the head read was a round trip to a reader thread: more CPU than
+the rest of the call). Memory is bounded by the total number of cached events (least recently
+used sessions are dropped first).
 
 Token measures (what BuildContext's token estimate costs): each cached session has a
 :class:`RememberingCounter`, its contents' (tokens, characters) by digest, which the context views
@@ -51,6 +58,7 @@ from contextengine.store import (
     LoggedEvent,
     SessionDeleted,
     SessionKey,
+    StoredSession,
 )
 from contextengine.v1 import content_pb2, event_pb2
 
@@ -81,6 +89,9 @@ class _Entry:
     measured_events: int = 0
     #: every measure kept in the store for the session has been read into ``measures``
     measures_read: bool = False
+    #: the session's committed last sequence, followed from the commits (sole-writer stores
+    #: only; None: unknown, the next use reads the head)
+    head: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,12 @@ class SessionEventCache:
         self._writes: set[asyncio.Task[None]] = set()
         self._unsubscribe: Callable[[], None] | None = None
         self._closed = False
+        #: heads come from the commits, not the store (``EventStore.sole_writer``)
+        self._follow_heads = store.sole_writer
+        #: sessions whose head is being read (how many reads), and those of them a commit
+        #: changed meanwhile (what such a read returned may be older than the commit)
+        self._reading: dict[SessionKey, int] = {}
+        self._overtaken: set[SessionKey] = set()
 
     @property
     def counter(self) -> TokenCounter:
@@ -136,25 +153,33 @@ class SessionEventCache:
         """The session's whole log (raises SESSION_NOT_FOUND)."""
         if self._unsubscribe is None and not self._closed:
             self._unsubscribe = self._store.add_commit_listener(self._on_commit)
-        head = await self._store.get_session(key, EventFilter(num_recent_events=0))
         entry = self._entries.get(key)
         created = False
-        if (
-            entry is None
-            or entry.create_time != head.create_time
-            or entry.last_sequence > head.last_sequence
-        ):
-            self._drop(key)
-            self._generations += 1
-            entry = _Entry(
-                create_time=head.create_time,
-                measures=self._new_counter(key),
-                generation=self._generations,
-            )
-            self._entries[key] = entry
-            created = True
+        if entry is not None and entry.head is not None:
+            # Followed from the commits since it was read: nothing to ask the store.
+            last_sequence = entry.head
+        else:
+            head, trusted = await self._read_head(key)
+            last_sequence = head.last_sequence
+            entry = self._entries.get(key)
+            if (
+                entry is None
+                or entry.create_time != head.create_time
+                or entry.last_sequence > head.last_sequence
+            ):
+                self._drop(key)
+                self._generations += 1
+                entry = _Entry(
+                    create_time=head.create_time,
+                    measures=self._new_counter(key),
+                    generation=self._generations,
+                )
+                self._entries[key] = entry
+                created = True
+            if trusted:
+                entry.head = last_sequence
         self._entries.move_to_end(key)
-        await self._top_up(key, entry, head.last_sequence)
+        await self._top_up(key, entry, last_sequence)
         if created:
             # What was there before the session was cached is measured by whoever needs it
             # (a view); the background task measures only what is appended from now on.
@@ -169,6 +194,22 @@ class SessionEventCache:
             entry.measures,
             not entry.measures_read,
         )
+
+    async def _read_head(self, key: SessionKey) -> tuple[StoredSession, bool]:
+        """The session's head from the store, and whether the cache may follow it from the
+        commits from now on (a sole-writer store, and no commit of the session while it was
+        read)."""
+        self._reading[key] = self._reading.get(key, 0) + 1
+        try:
+            head = await self._store.get_session(key, EventFilter(num_recent_events=0))
+        finally:
+            overtaken = key in self._overtaken
+            readers = self._reading.pop(key) - 1
+            if readers:
+                self._reading[key] = readers
+            else:
+                self._overtaken.discard(key)
+        return head, self._follow_heads and not overtaken
 
     def cached(self, key: SessionKey) -> bool:
         """Whether the session's log is cached (its next ``log`` reads only what is new)."""
@@ -273,10 +314,15 @@ class SessionEventCache:
         deleted sessions (so a session made again is never topped up as the old one)."""
         queued = False
         for change in changes:
+            if change.key in self._reading:
+                self._overtaken.add(change.key)
             if isinstance(change, LoggedEvent):
-                if change.key in self._entries:
+                entry = self._entries.get(change.key)
+                if entry is not None:
                     sequence = change.event.sequence
                     self._appended[change.key] = max(sequence, self._appended.get(change.key, 0))
+                    if entry.head is not None:
+                        entry.head = max(entry.head, sequence)
                     queued = True
             elif isinstance(change, SessionDeleted):
                 self._appended.pop(change.key, None)

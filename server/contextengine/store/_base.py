@@ -37,6 +37,10 @@ Positions and commit notifications (what subscriptions are built on):
   commit and before any writer of that transaction runs again (its call returns), so a change is
   notified before anyone can learn of it otherwise. Failed or rolled-back writes notify nothing. Listeners must not
   block, must not mutate what they receive and should not raise (errors are logged and ignored).
+* ``sole_writer`` is True when this process is the only writer of the store (SQLite, whose file
+  one sidecar holds; memory): every change to its sessions and events is then told to the commit
+  listeners, so what they keep of the log is exact without asking the store again (the event
+  cache follows session heads so). False where other processes write too (PostgreSQL).
 * ``storage_problem`` says why the store cannot write (STORAGE_FULL / STORAGE_UNAVAILABLE), or
   None; ``add_storage_listener`` registers a callback told of every change of it (on the event
   loop). The sidecar's health follows it. A store that cannot fail this way (memory) always says
@@ -290,6 +294,10 @@ class EventStore(Protocol):
         """Replaces the session's own configuration (sets ``update_time``) and returns it as
         stored; SESSION_NOT_FOUND if the session does not exist. Deleting the session deletes
         it."""
+
+    @property
+    def sole_writer(self) -> bool:
+        """Whether this process is the store's only writer (see the module contract)."""
 
     @property
     def storage_problem(self) -> ContextEngineError | None:

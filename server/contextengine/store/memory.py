@@ -91,6 +91,11 @@ class MemoryStore:
         self._closed = True
 
     @property
+    def sole_writer(self) -> bool:
+        """True: the store lives in this process."""
+        return True
+
+    @property
     def storage_problem(self) -> ContextEngineError | None:
         """Always None: memory does not stop being writable."""
         return None

@@ -217,6 +217,11 @@ class PostgresStore:
     # -- storage health ----------------------------------------------------------------------
 
     @property
+    def sole_writer(self) -> bool:
+        """False: other sidecars may write the database too."""
+        return False
+
+    @property
     def storage_problem(self) -> ContextEngineError | None:
         return self._problem
 

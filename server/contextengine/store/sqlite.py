@@ -170,6 +170,11 @@ class SqliteStore:
         return self._lock.path
 
     @property
+    def sole_writer(self) -> bool:
+        """True: one sidecar holds the file (``<db>.lock``) and writes it through one writer."""
+        return True
+
+    @property
     def storage_problem(self) -> ContextEngineError | None:
         """Why the store cannot write (STORAGE_FULL / STORAGE_UNAVAILABLE), or None."""
         return None if self._writer is None else self._writer.storage_problem
