@@ -53,8 +53,15 @@ class CountingStore(MemoryStore):
     def __init__(self) -> None:
         super().__init__()
         self.head_reads = 0
+        self.event_reads = 0
         self.overtakes = 0
         self.change = "append"
+
+    async def list_events(
+        self, key: SessionKey, after_sequence: int, limit: int
+    ) -> tuple[list[event_pb2.Event], int]:
+        self.event_reads += 1
+        return await super().list_events(key, after_sequence, limit)
 
     async def get_session(self, key: SessionKey, flt: EventFilter) -> StoredSession:
         head = await super().get_session(key, flt)
@@ -92,6 +99,25 @@ async def test_a_sole_writer_store_is_asked_for_a_head_once() -> None:
     again = await cache.log(KEY)
     assert [e.id for e in again.events] == ["e7"]
     assert again.generation != generation
+
+
+async def test_committed_events_join_a_followed_log_without_being_read_back() -> None:
+    store = CountingStore()
+    await store.open()
+    await store.create_session(KEY, {}, 1.0)
+    await store.append_events(KEY, [_event(1)], None)
+    cache = SessionEventCache(store)
+    await cache.log(KEY)
+    reads = store.event_reads
+    for number in range(2, 12, 2):
+        await store.append_events(KEY, [_event(number), _event(number + 1)], None)
+        log = await cache.log(KEY)
+        assert len(log.items) == len(log.events) == number + 1
+    assert store.event_reads == reads  # nothing read back
+    stored, _ = await store.list_events(KEY, 0, 100)
+    assert [e.SerializeToString(deterministic=True) for e in log.events] == [
+        e.SerializeToString(deterministic=True) for e in stored
+    ]
 
 
 async def test_a_head_read_a_commit_overtook_is_not_followed() -> None:

@@ -7,9 +7,10 @@ creation time. Where this process is the store's only writer (``EventStore.sole_
 memory), every change reaches the cache's commit listener in its commit's own step, so a cached
 session's head is known without asking: it is read once, when the session is cached, and then
 followed from the commits (a session deleted is dropped; a head read that a commit of the same
-session overtook is not trusted, and the next use reads it again). A steady BuildContext then
-reads nothing from the store (the head read was a round trip to a reader thread: more CPU than
-the rest of the call). Memory is bounded by the total number of cached events (least recently
+session overtook is not trusted, and the next use reads it again), and the events a commit
+carries (as stored) are added to the cached log at once instead of being read back. A steady
+BuildContext then reads nothing from the store, grown or not (the head read alone was a round
+trip to a reader thread: more CPU than the rest of the call). Memory is bounded by the total number of cached events (least recently
 used sessions are dropped first).
 
 Token measures (what BuildContext's token estimate costs): each cached session has a
@@ -235,15 +236,20 @@ class SessionEventCache:
             page, _ = await self._store.list_events(key, entry.last_sequence, _PAGE)
             if not page:
                 break
-            # Another caller may have topped the entry up while this one awaited the store:
-            # keep only what is still missing, so the list stays one event per sequence.
-            fresh = [event for event in page if event.sequence > entry.last_sequence]
-            entry.events.extend(fresh)
-            entry.items.extend(item_from_event(event) for event in fresh)
-            if fresh:
-                entry.last_sequence = fresh[-1].sequence
-            if self._entries.get(key) is entry:
-                self._cached_events += len(fresh)
+            # Another caller (or a commit) may have topped the entry up while this one awaited
+            # the store: keep only what is still missing, so the list stays one event per
+            # sequence.
+            self._extend(key, entry, [e for e in page if e.sequence > entry.last_sequence])
+
+    def _extend(self, key: SessionKey, entry: _Entry, fresh: Sequence[event_pb2.Event]) -> None:
+        """Appends ``fresh`` (the events after ``entry``'s, in order) to ``entry``."""
+        if not fresh:
+            return
+        entry.events.extend(fresh)
+        entry.items.extend(item_from_event(event) for event in fresh)
+        entry.last_sequence = fresh[-1].sequence
+        if self._entries.get(key) is entry:
+            self._cached_events += len(fresh)
 
     async def close(self) -> None:
         """Measures what was appended and not measured yet (nothing more is queued), then writes
@@ -310,9 +316,11 @@ class SessionEventCache:
             )
 
     def _on_commit(self, changes: Sequence[Change]) -> None:
-        """Queues the cached sessions that got events for measuring in the background; drops
+        """Queues the cached sessions that got events for measuring in the background; follows
+        the heads of those whose head it follows, adding the committed events to them; drops
         deleted sessions (so a session made again is never topped up as the old one)."""
         queued = False
+        extended: SessionKey | None = None
         for change in changes:
             if change.key in self._reading:
                 self._overtaken.add(change.key)
@@ -323,10 +331,16 @@ class SessionEventCache:
                     self._appended[change.key] = max(sequence, self._appended.get(change.key, 0))
                     if entry.head is not None:
                         entry.head = max(entry.head, sequence)
+                        if sequence == entry.last_sequence + 1:
+                            # The commit carries the event as stored: no need to read it back.
+                            self._extend(change.key, entry, [change.event])
+                            extended = change.key
                     queued = True
             elif isinstance(change, SessionDeleted):
                 self._appended.pop(change.key, None)
                 self._drop(change.key)
+        if extended is not None:
+            self._evict(keep=extended)
         if queued and not self._closed and self._measure_timer is None:
             # Later, so that the appends of a while are read and measured together, and a
             # BuildContext soon after them (which measures what its view gets) goes first.
