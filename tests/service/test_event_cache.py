@@ -75,12 +75,18 @@ class CountingStore(MemoryStore):
         return head
 
 
-async def test_a_sole_writer_store_is_asked_for_a_head_once() -> None:
+async def _opened(*numbers: int) -> tuple[CountingStore, SessionEventCache]:
+    """A counting store holding the session with the events ``numbers``, and a cache over it."""
     store = CountingStore()
     await store.open()
     await store.create_session(KEY, {}, 1.0)
-    cache = SessionEventCache(store)
-    await store.append_events(KEY, [_event(1)], None)
+    if numbers:
+        await store.append_events(KEY, [_event(n) for n in numbers], None)
+    return store, SessionEventCache(store)
+
+
+async def test_a_sole_writer_store_is_asked_for_a_head_once() -> None:
+    store, cache = await _opened(1)
     assert [e.sequence for e in (await cache.log(KEY)).events] == [1]
     for number in range(2, 6):
         await store.append_events(KEY, [_event(number)], None)
@@ -102,11 +108,7 @@ async def test_a_sole_writer_store_is_asked_for_a_head_once() -> None:
 
 
 async def test_committed_events_join_a_followed_log_without_being_read_back() -> None:
-    store = CountingStore()
-    await store.open()
-    await store.create_session(KEY, {}, 1.0)
-    await store.append_events(KEY, [_event(1)], None)
-    cache = SessionEventCache(store)
+    store, cache = await _opened(1)
     await cache.log(KEY)
     reads = store.event_reads
     for number in range(2, 12, 2):
@@ -121,11 +123,7 @@ async def test_committed_events_join_a_followed_log_without_being_read_back() ->
 
 
 async def test_a_head_read_a_commit_overtook_is_not_followed() -> None:
-    store = CountingStore()
-    await store.open()
-    await store.create_session(KEY, {}, 1.0)
-    await store.append_events(KEY, [_event(1)], None)
-    cache = SessionEventCache(store)
+    store, cache = await _opened(1)
     store.overtakes = 2
     # The first use caches the log (with what the first overtaking append committed: the events
     # are read after the head); the second finds nothing to read after the stale head it got.
@@ -138,10 +136,7 @@ async def test_a_head_read_a_commit_overtook_is_not_followed() -> None:
 
 
 async def test_a_session_deleted_while_its_head_is_read_is_not_followed() -> None:
-    store = CountingStore()
-    await store.open()
-    await store.create_session(KEY, {}, 1.0)
-    cache = SessionEventCache(store)
+    store, cache = await _opened()
     store.change, store.overtakes = "delete", 1
     await cache.log(KEY)  # the session as it was when read
     with pytest.raises(ContextEngineError) as gone:
