@@ -10,8 +10,8 @@ followed from the commits (a session deleted is dropped; a head read that a comm
 session overtook is not trusted, and the next use reads it again), and the events a commit
 carries (as stored) are added to the cached log at once instead of being read back. A steady
 BuildContext then reads nothing from the store, grown or not (the head read alone was a round
-trip to a reader thread: more CPU than the rest of the call). Memory is bounded by the total number of cached events (least recently
-used sessions are dropped first).
+trip to a reader thread: more CPU than the rest of the call). Memory is bounded by the total
+number of cached events (least recently used sessions are dropped first).
 
 Token measures (what BuildContext's token estimate costs): each cached session has a
 :class:`RememberingCounter`, its contents' (tokens, characters) by digest, which the context views
