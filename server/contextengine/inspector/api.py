@@ -122,34 +122,24 @@ def _struct(message: Any) -> Any:
     return json_format.MessageToDict(message)
 
 
+def _tool_part(kind: str, part: Any, payload: str) -> dict[str, Any]:
+    """A function call or response: its name, id and its ``payload`` Struct as short JSON."""
+    json = (
+        _short(json_format.MessageToJson(getattr(part, payload), indent=None))
+        if part.HasField(payload)
+        else "{}"
+    )
+    return {"kind": kind, "name": part.name, "id": part.id, payload: json}
+
+
 def render_parts(content: content_pb2.Content) -> list[dict[str, Any]]:
     """A short rendering of each part: its kind and what a reader needs of it."""
     out: list[dict[str, Any]] = []
     for part in content.parts:
         if part.HasField("function_call"):
-            call = part.function_call
-            out.append(
-                {
-                    "kind": "function_call",
-                    "name": call.name,
-                    "id": call.id,
-                    "args": _short(json_format.MessageToJson(call.args, indent=None))
-                    if call.HasField("args")
-                    else "{}",
-                }
-            )
+            out.append(_tool_part("function_call", part.function_call, "args"))
         elif part.HasField("function_response"):
-            response = part.function_response
-            out.append(
-                {
-                    "kind": "function_response",
-                    "name": response.name,
-                    "id": response.id,
-                    "response": _short(json_format.MessageToJson(response.response, indent=None))
-                    if response.HasField("response")
-                    else "{}",
-                }
-            )
+            out.append(_tool_part("function_response", part.function_response, "response"))
         elif part.HasField("text"):
             out.append({"kind": "thought" if part.thought else "text", "text": _short(part.text)})
         elif part.HasField("inline_data"):
