@@ -69,10 +69,9 @@ async def test_unlimited_turns_are_immediate() -> None:
 
 
 async def test_turns_come_at_the_rate_first_come_first_served() -> None:
-    pacer = LivePacer(rate=100.0, adaptive=False, burst_seconds=0.02)  # 2 at once, then 1/10 ms
+    pacer = LivePacer(rate=100.0, adaptive=False, burst_seconds=0.0)  # one at once, 1/10 ms
     loop = asyncio.get_running_loop()
     start = loop.time()
-    assert pacer.try_turn(start)
     assert pacer.try_turn(start)
     assert not pacer.try_turn(start)
     log: list[tuple[str, float]] = []
@@ -84,6 +83,41 @@ async def test_turns_come_at_the_rate_first_come_first_served() -> None:
     # Four more turns at 100/s take at least 30 ms after the first.
     assert log[-1][1] - log[0][1] >= 0.03 - 0.002
     assert pacer.waiting == 0
+
+
+async def test_queued_turns_are_released_in_sweeps_of_the_burst() -> None:
+    """Waiting subscribers are let go together (their frames are written in one loop turn),
+    as many as the bucket holds, at the same rate overall."""
+    pacer = LivePacer(rate=100.0, adaptive=False, burst_seconds=0.02)  # sweeps of 2
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    assert pacer.try_turn(start)
+    assert pacer.try_turn(start)  # the full bucket, at once
+    assert not pacer.try_turn(start)
+    log: list[tuple[str, float]] = []
+    for name in "abcde":
+        pacer.wait_turn(Waiter(name, log))
+    await eventually(lambda: len(log) == 5, seconds=2.0)
+    assert [name for name, _ in log] == list("abcde")
+    times = [at - start for _, at in log]
+    assert times[1] - times[0] < 0.005  # a and b together
+    assert times[3] - times[2] < 0.005  # c and d together
+    assert times[2] - times[1] >= 0.02 - 0.002  # a sweep's two turns apart
+    assert times[0] >= 0.02 - 0.002  # the first sweep waited for both of its turns
+    assert times[4] >= 0.05 - 0.002  # five turns at 100/s, whatever the sweeps: 50 ms
+    assert pacer.waiting == 0
+
+
+async def test_a_sweep_waits_for_no_more_turns_than_are_queued() -> None:
+    pacer = LivePacer(rate=100.0, adaptive=False, burst_seconds=0.05)  # up to 5 at once
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while pacer.try_turn(start):
+        pass
+    log: list[tuple[str, float]] = []
+    pacer.wait_turn(Waiter("alone", log))
+    await eventually(lambda: len(log) == 1, seconds=2.0)
+    assert log[0][1] - start < 0.02 + 0.008  # one turn's wait (10 ms), not five
 
 
 async def test_an_ended_waiter_gives_its_turn_to_the_next() -> None:
