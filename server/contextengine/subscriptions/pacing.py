@@ -18,9 +18,10 @@ server here: 95-115 us per message for 100 streams written at once, 140-190 us s
 subscribers, ``python -m bench subscribe`` gave 1.00-1.02x of the aligned floor per message at 100
 events/s and 1.28-1.41x at 500/s, against 1.31-1.34x and 1.86-1.87x when turns were handed out one
 by one as each was earned, the writer's rate at 500/s 0.59-0.60x of its rate alone against
-0.49-0.52x (docs/design/hot-paths.md, "Sweeps"; the price: a few milliseconds more latency). A sweep waits at most ``burst_seconds`` (and never more
-than the queue's turns take at the rate, which is at least ``members / max_hold_seconds``). While
-turns are plentiful a subscriber takes its turn at once, so pacing adds no delay.
+0.49-0.52x (docs/design/hot-paths.md, "Sweeps"; the price: a few milliseconds more latency). A
+sweep waits at most ``burst_seconds`` (and never more than the queue's turns take at the rate,
+which is at least ``members / max_hold_seconds``). While turns are plentiful a subscriber takes
+its turn at once, so pacing adds no delay.
 
 The rate adapts to how busy the event loop's thread is (``demand``: the share of wall time it ran
 or waited for a CPU, from Linux's schedstat; elsewhere its CPU time), measured over windows of
