@@ -224,6 +224,16 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
+def load_average(*, all_three: bool = False) -> str:
+    """The machine's load average for the printed notes: the 1-minute one, or all three
+    ("unknown" where the system has none)."""
+    try:
+        values = os.getloadavg()
+    except OSError:
+        return "unknown"
+    return ", ".join(f"{value:.2f}" for value in (values if all_three else values[:1]))
+
+
 def number(value: float | None, digits: int = 1) -> str:
     """``value`` with ``digits`` decimals and thousands separators; "" for None and NaN."""
     if value is None or value != value:

@@ -40,7 +40,7 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types as genai_types
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench import DataCheckError, Measurement, Options, Report, Target
+from bench import DataCheckError, Measurement, Options, Report, Target, load_average
 from bench.sidecar import Durability, Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
 from contextengine.core.structs import dict_to_struct
@@ -490,13 +490,6 @@ def _check_ids(what: str, stored: Sequence[str], acknowledged: Sequence[str]) ->
 # The benchmark -----------------------------------------------------------------------------
 
 
-def _load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "unknown"
-
-
 async def run(options: Options) -> Report:
     sizes = QUICK_SIZES if options.quick else FULL_SIZES
     report = Report(
@@ -511,7 +504,7 @@ async def run(options: Options) -> Report:
             "profile": options.profile,
         },
     )
-    load_at_start = _load_average()
+    load_at_start = load_average()
     floor: list[Measurement] = []
     profiles: list[str] = []
     by_durability: dict[Durability, list[Measurement]] = {}
@@ -563,7 +556,7 @@ async def run(options: Options) -> Report:
             "is CPU time per event (per call for the gRPC floor) in each process.",
             "gRPC floor: grpc.health.v1 Check on the same sidecar, no store involved: the most "
             "calls per second this machine's gRPC stack (grpc.aio on both sides) gives.",
-            f"load average (1 min) at start {load_at_start}, at end {_load_average()}: anything "
+            f"load average (1 min) at start {load_at_start}, at end {load_average()}: anything "
             "else running on the machine skews the numbers, the ratios most of all.",
         ]
     )

@@ -45,7 +45,7 @@ from typing import Any
 
 import grpc
 
-from bench import Ceiling, DataCheckError, Options, Report, number, proc, table
+from bench import Ceiling, DataCheckError, Options, Report, load_average, number, proc, table
 from bench.answer_floor import METHOD, FloorServer, identity
 from bench.append import APP, USER, to_proto, workload
 from bench.sidecar import THREAD_KINDS, Sidecar, profile_summary
@@ -425,13 +425,6 @@ class FloorReport(Report):
         return "\n".join(lines)
 
 
-def _load_average() -> str:
-    try:
-        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 def _check(name: str, responses: Sequence[Sequence[bytes]], method: str) -> list[str]:
     """The ids the sidecar acknowledged as newly stored, in each caller's order."""
     ids: list[str] = []
@@ -475,7 +468,7 @@ async def run(options: Options) -> Report:
     if not proc.AVAILABLE:
         report.notes.append("no /proc on this system: the server CPU cannot be measured")
         return report
-    load_at_start = _load_average()
+    load_at_start = load_average(all_three=True)
     sidecar_costs: dict[str, Cost] = {}
     floor_costs: dict[str, Cost] = {}
     insert_costs: dict[str, Cost] = {}
@@ -573,7 +566,7 @@ async def run(options: Options) -> Report:
             "run_batch on this thread, no gRPC, no event loop, no thread hop.",
             f"each workload ran {sizes.rounds} round(s) on each server, alternating; the rows "
             "are the sums.",
-            f"load average at start {load_at_start}, at end {_load_average()} "
+            f"load average at start {load_at_start}, at end {load_average(all_three=True)} "
             f"({os.cpu_count()} CPUs; the benchmark process shares them).",
         ]
     )

@@ -66,7 +66,7 @@ from google.adk.flows.llm_flows.context._fencing import OTHER_AGENT_CONTEXT_PREA
 from google.genai import types
 from google.protobuf import json_format
 
-from bench import DataCheckError, Options, Report, Target, number, table
+from bench import DataCheckError, Options, Report, Target, load_average, number, table
 from bench.sidecar import Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
@@ -950,13 +950,6 @@ class ContextReport(Report):
         )
 
 
-def _load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "unknown"
-
-
 def _flatness(points: Sequence[CurvePoint], server: bool) -> str:
     if len(points) < 2:
         return ""
@@ -985,7 +978,7 @@ async def run(options: Options) -> Report:
             "profile": options.profile,
         },
     )
-    load_at_start = _load_average()
+    load_at_start = load_average()
     started = time.perf_counter()
     profiles: list[str] = []
     conversation = Conversation(SEED)
@@ -1057,7 +1050,7 @@ async def run(options: Options) -> Report:
             "compaction rounds: steady rounds whose invocation ended with a compaction event "
             "(which re-sorts the history, so the view is rebuilt): how many, and the slowest.",
             f"the benchmark process and the sidecar share {os.cpu_count()} CPU(s); load average "
-            f"(1 min) at start {load_at_start}, at end {_load_average()}; total "
+            f"(1 min) at start {load_at_start}, at end {load_average()}; total "
             f"{time.perf_counter() - started:.0f} s.",
         ]
     )

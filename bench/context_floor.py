@@ -42,7 +42,7 @@ from typing import Any
 
 import grpc
 
-from bench import Ceiling, DataCheckError, Options, Report, number, table
+from bench import Ceiling, DataCheckError, Options, Report, load_average, number, table
 from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import APP, SEED, USER, Conversation, Session
 from bench.sidecar import Sidecar, profile_summary
@@ -312,13 +312,6 @@ class FloorReport(Report):
         return "\n".join(lines)
 
 
-def _load_average() -> str:
-    try:
-        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 async def run(options: Options) -> Report:
     sizes = QUICK_SIZES if options.quick else FULL_SIZES
     report = FloorReport(
@@ -334,7 +327,7 @@ async def run(options: Options) -> Report:
     if not _PROC:
         report.notes.append("no /proc on this system: the server CPU cannot be measured")
         return report
-    load_at_start = _load_average()
+    load_at_start = load_average(all_three=True)
     with tempfile.TemporaryDirectory(prefix="ce-bench-context-floor-") as tmp:
         sidecar = Sidecar(
             Path(tmp),
@@ -368,7 +361,7 @@ async def run(options: Options) -> Report:
             Ceiling(f"{row.events:,} events, {row.workload}", row.ratio, RATIO_TARGET, "x floor")
         )
     report.notes.append(
-        f"load average at start {load_at_start}, at the end {_load_average()} "
+        f"load average at start {load_at_start}, at the end {load_average(all_three=True)} "
         f"({os.cpu_count()} cores); ratios are sidecar / floor in this run"
     )
     return report

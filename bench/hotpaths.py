@@ -48,7 +48,7 @@ from typing import Any
 
 import grpc
 
-from bench import Ceiling, DataCheckError, Options, Report, number, proc, table
+from bench import Ceiling, DataCheckError, Options, Report, load_average, number, proc, table
 from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import (
     AGENT as CONTEXT_AGENT,
@@ -521,13 +521,6 @@ def plot(points: Sequence[Point], path: Path) -> str:
     return path.name
 
 
-def _load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "unknown"
-
-
 async def run(options: Options) -> Report:
     sizes = QUICK_SIZES if options.quick else FULL_SIZES
     report = HotpathsReport(
@@ -542,7 +535,7 @@ async def run(options: Options) -> Report:
             "quick": options.quick,
         },
     )
-    load_at_start = _load_average()
+    load_at_start = load_average()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ce-bench-hotpaths-") as tmp:
         bench = Bench(Path(tmp), sizes)
@@ -576,7 +569,7 @@ async def run(options: Options) -> Report:
             "sidecar is idle again, and that work is no longer in the next BuildContext. Every "
             "block starts on an idle sidecar.",
             f"the benchmark process and the servers share {os.cpu_count()} CPU(s); load "
-            f"average (1 min) at start {load_at_start}, at end {_load_average()}; total "
+            f"average (1 min) at start {load_at_start}, at end {load_average()}; total "
             f"{time.perf_counter() - started:.0f} s.",
         ]
     )
