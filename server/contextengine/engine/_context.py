@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from contextengine.compaction.compactor import Compactor, View as CompactionView
-from contextengine.core.context import ContextOptions, IncludeContents, Item
+from contextengine.core.context import ContextOptions, IncludeContents
 from contextengine.core.context.incremental import View, materialize
 from contextengine.core.errors import invalid
 from contextengine.core.tokens import Measure, TokenCounter, content_digest, default_counter
@@ -37,7 +37,7 @@ from contextengine.runtime.event_cache import SessionEventCache, SessionLog
 from contextengine.runtime.lru import BoundedLru
 from contextengine.runtime.resolver import ConfigResolver
 from contextengine.store import SessionKey
-from contextengine.v1 import content_pb2, context_service_pb2 as pb, event_pb2, memory_pb2
+from contextengine.v1 import content_pb2, context_service_pb2 as pb, memory_pb2
 
 __all__ = ["ContextBuilder", "ContextResult", "preserve_function_call_ids"]
 
@@ -355,8 +355,7 @@ class ContextBuilder:
     def _contents_chars(self, key: SessionKey, log: SessionLog, options: ContextOptions) -> int:
         """The characters of the contents ``options`` give over ``log``, from the cached view
         (extended, not rebuilt; the same view the build then uses when the options match)."""
-        view = self._view(key, options, log.events, log.generation, log.items, log.counter)
-        return view.total_chars
+        return self._view(_view_key(key, options), options, log).total_chars
 
     async def _view_reading_kept(
         self, key: SessionKey, options: ContextOptions, log: SessionLog
@@ -367,7 +366,7 @@ class ContextBuilder:
         cache_key = _view_key(key, options)
         cached = self._views.get(cache_key)
         if not log.measures_unread or (cached is not None and cached[0] == log.generation):
-            return self._view(key, options, log.events, log.generation, log.items, log.counter)
+            return self._view(cache_key, options, log)
         events = log.events
         # Materialized without measuring, then measured once the measures it needs are read.
         view = materialize(events, options, _UNMEASURED, None, log.items)
@@ -383,23 +382,12 @@ class ContextBuilder:
         self._views.put(cache_key, (log.generation, view))
         return view
 
-    def _view(
-        self,
-        key: SessionKey,
-        options: ContextOptions,
-        events: Sequence[event_pb2.Event],
-        generation: int,
-        items: Sequence[Item] | None = None,
-        counter: TokenCounter | None = None,
-    ) -> View:
-        """The (cached, extended or rebuilt) view of ``events``, counting tokens with
-        ``counter`` (the session's, which remembers its contents' counts) or else the
-        builder's."""
-        cache_key = _view_key(key, options)
+    def _view(self, cache_key: _ViewKey, options: ContextOptions, log: SessionLog) -> View:
+        """The (cached, extended or rebuilt) view of ``log``'s events under ``cache_key``
+        (``_view_key`` of its session and ``options``), counting tokens with the session's
+        counter (which remembers its contents' counts)."""
         cached = self._views.pop(cache_key)
-        previous = cached[1] if cached is not None and cached[0] == generation else None
-        view = materialize(
-            events, options, counter if counter is not None else self._counter, previous, items
-        )
-        self._views.put(cache_key, (generation, view))
+        previous = cached[1] if cached is not None and cached[0] == log.generation else None
+        view = materialize(log.events, options, log.counter, previous, log.items)
+        self._views.put(cache_key, (log.generation, view))
         return view
