@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection
 import grpc
 
 from bench import proc
+from bench.answer_floor import identity
 
 _METHOD = "/bench.Floor/Stream"
 _START_TIMEOUT_SECONDS = 30.0
@@ -61,10 +62,6 @@ def _ticks(period: float, seconds: float) -> int:
     while ticks * period < seconds:
         ticks += 1
     return ticks
-
-
-def _identity(data: bytes) -> bytes:
-    return data
 
 
 def _server_process(
@@ -105,7 +102,7 @@ async def _serve(
         (
             grpc.method_handlers_generic_handler(
                 "bench.Floor",
-                {"Stream": grpc.unary_stream_rpc_method_handler(stream, _identity, _identity)},
+                {"Stream": grpc.unary_stream_rpc_method_handler(stream, identity, identity)},
             ),
         )
     )
@@ -148,7 +145,7 @@ async def measure(
 
             async def follow(k: int) -> int:
                 read = opened[k % channels].unary_stream(
-                    _METHOD, request_serializer=_identity, response_deserializer=_identity
+                    _METHOD, request_serializer=identity, response_deserializer=identity
                 )(b"")
                 received = 0
                 while await read.read() is not grpc.aio.EOF:
