@@ -34,6 +34,7 @@ from contextengine.inspector import PREFIX as INSPECTOR_PREFIX, Inspector
 from contextengine.memory.service import MemoryService
 from contextengine.observability import LogFormat, Observability, use_log_format
 from contextengine.prompt_cache.service import PromptCache
+from contextengine.runtime.gc_policy import GcPolicy
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.service import generic_handler
 from contextengine.service.compaction_service import CompactionServicer
@@ -110,6 +111,17 @@ class ServerSettings(EngineSettings):
         "asyncio",
         "the event loop `contextengine serve` runs on: asyncio, or uvloop (the `uvloop` extra; "
         "docs/design/hot-paths.md, Fan-out, says what it changes)",
+    )
+    gc_freeze: bool = setting(
+        True,
+        "`contextengine serve` freezes what survives each full garbage collection, so that the "
+        "next one does not traverse the event cache again (docs/design/hot-paths.md, Garbage "
+        "collection); false: CPython's own behaviour",
+    )
+    gc_thaw_seconds: Annotated[float, Gt(0)] = setting(
+        3600.0,
+        "with gc_freeze, how often the frozen objects are handed back to one full collection "
+        "(which frees cycles that formed among them)",
     )
 
     # -- observability: operations port, metrics, traces, logs (docs/design/observability.md)
@@ -392,6 +404,11 @@ class ContextEngineServer:
             type(asyncio.get_running_loop()).__module__.partition(".")[0],
         )
 
+    def observe_gc(self, policy: GcPolicy) -> None:
+        """Exposes the garbage collector's pauses and frozen objects in the metrics (when the
+        operations port is on); ``serve`` installs the process's policy and calls this."""
+        self._observability.watch_gc(policy)
+
     def _watch_storage(self, engine: Engine) -> None:
         """Health follows whether the store can write: NOT_SERVING while it cannot."""
         self._unwatch_storage = engine.add_storage_listener(self._storage_changed)
@@ -489,6 +506,9 @@ async def serve(settings: ServerSettings, port_file: Path | None = None) -> None
     # restart: some 50 ms of a 10k-event cold start).
     gc.collect()
     gc.freeze()
+    collector = GcPolicy(freeze=settings.gc_freeze, thaw_seconds=settings.gc_thaw_seconds)
+    collector.install()
+    server.observe_gc(collector)
     if port_file is not None:
         tmp = port_file.with_suffix(port_file.suffix + ".tmp")
         tmp.write_text(f"{server.port}\n")
@@ -501,4 +521,7 @@ async def serve(settings: ServerSettings, port_file: Path | None = None) -> None
         await stop.wait()
         _LOG.info("shutting down")
     finally:
-        await server.stop()
+        try:
+            await server.stop()
+        finally:
+            collector.uninstall()

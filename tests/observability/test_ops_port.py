@@ -20,7 +20,7 @@ from contextengine.store._sqlite_writer import WriteTx
 from contextengine.store.memory import MemoryStore
 from contextengine.store.sqlite import SqliteStore
 from tests.faults.sidecar import Sidecar
-from tests.observability.helpers import http_get, scrape, sidecar, value
+from tests.observability.helpers import Samples, http_get, scrape, sidecar, value
 from tests.service.helpers import text_event
 
 APP, USER = "ops-app", "u1"
@@ -178,3 +178,48 @@ async def test_readyz_waits_for_the_store_to_open() -> None:
         store.release.set()
         await starting
         await server.stop(grace=0.5)
+
+
+async def _gc_after_a_growing_cache(tmp_path: Path, args: list[str]) -> tuple[float, Samples]:
+    """Serves with ``args`` and grows a cached session (batches of 100 events appended, its
+    context built after each: new long-lived objects) until the metrics show a full collection
+    since start-up; the frozen objects right after start-up, and the samples then."""
+    process = Sidecar(tmp_path, tmp_path / "ce.db", "gc", ["--ops-listen", "127.0.0.1:0", *args])
+    await process.start()
+    try:
+        found = re.search(r"operations on http://127\.0\.0\.1:(\d+)", process.log())
+        assert found is not None, process.log()
+        port = int(found.group(1))
+        samples = await scrape(port)
+        frozen_at_start = value(samples, "contextengine_gc_frozen_objects")
+        full = {"generation": "2"}
+        async with ContextEngineClient(process.target, attempts=1) as client:
+            await client.create_session(APP, USER, "big")
+            for batch in range(500):
+                events = [text_event(f"event {batch}-{n} {PADDING[:50]}") for n in range(100)]
+                await client.append_events(APP, USER, "big", events)
+                await client.build_context(APP, USER, "big")
+                if batch % 10 == 9:
+                    samples = await scrape(port)
+                    if value(samples, "contextengine_gc_pause_seconds_count", full) > 0:
+                        return frozen_at_start, samples
+        pytest.fail("no full collection after 50,000 events")
+    finally:
+        assert await process.stop() == 0
+
+
+async def test_the_real_sidecar_freezes_what_full_collections_keep(tmp_path: Path) -> None:
+    frozen_at_start, samples = await _gc_after_a_growing_cache(tmp_path, [])
+    assert frozen_at_start > 0  # what start-up made
+    full = {"generation": "2"}
+    assert value(samples, "contextengine_gc_pause_seconds_sum", full) > 0
+    assert value(samples, "contextengine_gc_pause_seconds_count", {"generation": "0"}) >= 1
+    # the cached session's events (and their pipeline items) were frozen
+    assert value(samples, "contextengine_gc_frozen_objects") > frozen_at_start + 1000
+    assert value(samples, "contextengine_gc_thaws_total") == 0
+
+
+async def test_no_gc_freeze_keeps_cpythons_collector(tmp_path: Path) -> None:
+    frozen_at_start, samples = await _gc_after_a_growing_cache(tmp_path, ["--no-gc-freeze"])
+    # nothing frozen after start-up (some of what start-up froze was freed since)
+    assert 0 < value(samples, "contextengine_gc_frozen_objects") <= frozen_at_start

@@ -20,11 +20,12 @@ from opentelemetry import trace
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.engine import Engine
 from contextengine.observability.logs import JsonFormatter, LogFormat, use_log_format
-from contextengine.observability.metrics import EngineCollector, Metrics
+from contextengine.observability.metrics import EngineCollector, GcCollector, Metrics
 from contextengine.observability.ops_server import Handler, OpsServer, parse_listen
 from contextengine.observability.rpc import SidecarRpcObserver
 from contextengine.observability.telemetry import SidecarTelemetry
 from contextengine.observability.tracing import otlp_provider
+from contextengine.runtime.gc_policy import GcPolicy
 from contextengine.version import __version__
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class Observability:
         self.rpc_observer = SidecarRpcObserver(self.metrics, tracer) if on else None
         self._ops: OpsServer | None = None
         self._collector: EngineCollector | None = None
+        self._gc_collector: GcCollector | None = None
 
     @property
     def ops_port(self) -> int:
@@ -108,6 +110,12 @@ class Observability:
         if self.metrics is not None and self._collector is None:
             self._collector = EngineCollector(engine)
             self.metrics.registry.register(self._collector)
+
+    def watch_gc(self, policy: GcPolicy) -> None:
+        """Exposes the garbage collector's collections, pauses and frozen objects."""
+        if self.metrics is not None and self._gc_collector is None:
+            self._gc_collector = GcCollector(policy)
+            self.metrics.registry.register(self._gc_collector)
 
     async def stop(self) -> None:
         """Stops the operations server, then flushes and shuts down an own tracer provider."""

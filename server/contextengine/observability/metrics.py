@@ -16,13 +16,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from contextengine.engine import Engine
+from contextengine.runtime.gc_policy import PAUSE_BUCKETS, GcPolicy
 from contextengine.store import Change, LoggedEvent
 
-__all__ = ["EngineCollector", "Metrics"]
+__all__ = ["EngineCollector", "GcCollector", "Metrics"]
 
 #: RPC and commit latencies: 0.5 ms to 10 s
 _LATENCY = (
@@ -176,4 +182,40 @@ class EngineCollector(Collector):
             "contextengine_store_writable",
             "1 while the store can write, 0 while it cannot (full disk, I/O errors).",
             value=1 if problem is None else 0,
+        )
+
+
+class GcCollector(Collector):
+    """The garbage collector's collections and pauses by generation, and what is frozen, read
+    from the process's :class:`GcPolicy` when scraped."""
+
+    def __init__(self, policy: GcPolicy) -> None:
+        self._policy = policy
+
+    def collect(self) -> Iterator[Metric]:
+        policy = self._policy
+        pauses = HistogramMetricFamily(
+            "contextengine_gc_pause_seconds",
+            "Pauses of the garbage collector (the whole process stops), by generation "
+            "(2: a full collection).",
+            labels=("generation",),
+        )
+        for generation, stats in enumerate(policy.stats):
+            buckets = [
+                (str(bound), count)
+                for bound, count in zip(PAUSE_BUCKETS, stats.buckets, strict=True)
+            ]
+            buckets.append(("+Inf", stats.collections))
+            pauses.add_metric([str(generation)], buckets, stats.pause_seconds)
+        yield pauses
+        yield GaugeMetricFamily(
+            "contextengine_gc_frozen_objects",
+            "Objects out of the garbage collector's sight (frozen after start-up and, with "
+            "gc_freeze, after each full collection).",
+            value=policy.frozen_objects,
+        )
+        yield CounterMetricFamily(
+            "contextengine_gc_thaws",
+            "Times the frozen objects were handed back to a full collection (gc_thaw_seconds).",
+            value=policy.thaws,
         )
