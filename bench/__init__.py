@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -267,3 +267,25 @@ def environment() -> dict[str, Any]:
         "grpcio": _version("grpcio"),
         "contextengine": _version("contextengine"),
     }
+
+
+class JsonRow(Protocol):
+    """A row of a :class:`RowsReport`."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+RowT = TypeVar("RowT", bound=JsonRow)
+
+
+@dataclass
+class RowsReport(Report, Generic[RowT]):
+    """A report whose results are rows of the benchmark's own kind, kept in its JSON under
+    ``rows`` (the subclass renders them)."""
+
+    rows: list[RowT] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        data["rows"] = [row.to_json() for row in self.rows]
+        return data

@@ -45,7 +45,17 @@ from typing import Any
 
 import grpc
 
-from bench import Ceiling, DataCheckError, Options, Report, load_average, number, proc, table
+from bench import (
+    Ceiling,
+    DataCheckError,
+    Options,
+    Report,
+    RowsReport,
+    load_average,
+    number,
+    proc,
+    table,
+)
 from bench.answer_floor import METHOD, FloorServer, identity
 from bench.append import APP, USER, to_proto, workload
 from bench.sidecar import THREAD_KINDS, Sidecar, profile_summary
@@ -373,15 +383,7 @@ class Row:
         }
 
 
-@dataclass
-class FloorReport(Report):
-    rows: list[Row] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        data["rows"] = [row.to_json() for row in self.rows]
-        return data
-
+class FloorReport(RowsReport[Row]):
     def render(self) -> str:
         lines = [f"== {self.benchmark} ==", "server CPU, us (per call, and per event for batches)"]
         header = (

@@ -42,7 +42,7 @@ from typing import Any
 
 import grpc
 
-from bench import Ceiling, DataCheckError, Options, Report, load_average, number, table
+from bench import Ceiling, DataCheckError, Options, Report, RowsReport, load_average, number, table
 from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import APP, SEED, USER, Conversation, Session
 from bench.sidecar import Sidecar, profile_summary
@@ -270,15 +270,7 @@ class Bench:
         return Row(events, name, contents, engine_cost, floor_cost)
 
 
-@dataclass
-class FloorReport(Report):
-    rows: list[Row] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        data["rows"] = [row.to_json() for row in self.rows]
-        return data
-
+class FloorReport(RowsReport[Row]):
     def render(self) -> str:
         header = (
             "events",

@@ -52,6 +52,8 @@ class Sidecar:
     durability: Durability | None = None
     #: run it under ``python -m cProfile``
     profile: bool = False
+    #: more flags of ``serve``
+    args: Sequence[str] = ()
     #: ``start`` also waits until the gRPC health service reports SERVING
     check_health: bool = False
     #: seconds it may take to write its port (import, open the store, bind), and then, with
@@ -66,6 +68,13 @@ class Sidecar:
     #: ``127.0.0.1:<port>`` once started
     target: str = field(default="", init=False)
     _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def pid(self) -> int:
+        """The running process's id."""
+        if self._process is None:
+            raise RuntimeError("the sidecar is not started")
+        return self._process.pid
 
     @property
     def db(self) -> Path:
@@ -98,7 +107,7 @@ class Sidecar:
         }
         if self.durability is not None:
             options["--durability"] = self.durability
-        serve = ["-m", "contextengine", "serve", *itertools.chain(*options.items())]
+        serve = ["-m", "contextengine", "serve", *itertools.chain(*options.items()), *self.args]
         return [sys.executable, *profiler, *serve]
 
     async def start(self) -> None:
