@@ -4,6 +4,8 @@ follows a session's head from the commits where this process is the store's only
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,25 @@ async def test_a_sole_writer_store_is_asked_for_a_head_once() -> None:
     again = await cache.log(KEY)
     assert [e.id for e in again.events] == ["e7"]
     assert again.generation != generation
+
+
+async def test_a_dropped_session_is_freed_by_reference_counts_alone() -> None:
+    # No reference cycle may hold a dropped session's log or token counter: the sidecar
+    # freezes what survives full collections (runtime.gc_policy), so only reference counts free
+    # what the cache held (a cycle would wait for the next thaw, up to an hour). The counter is
+    # what made one (its callback held it).
+    _store, cache = await _opened(1, 2, 3)
+    log = await cache.log(KEY)
+    log.counter.measure_contents([e.content for e in log.events])  # calls on_measured
+    counter = weakref.ref(log.counter)
+    del log
+    gc.disable()
+    try:
+        cache.invalidate(KEY)
+        assert counter() is None
+    finally:
+        gc.enable()
+    await cache.close()
 
 
 async def test_committed_events_join_a_followed_log_without_being_read_back() -> None:

@@ -139,14 +139,16 @@ class RememberingCounter:
     """``counter`` that remembers what it measured, by content digest: a content seen before is
     not measured again. ``known`` are measures from before (a persisted cache: ``remember``
     adds more); what it measured (or ``learn``-ed) since the last ``take_measured`` is kept apart
-    for its owner to persist, and ``on_measured`` (when set) is called after each
-    ``measure_contents`` that measured something."""
+    for its owner to persist, and ``on_measured`` (when set) is called with the counter after
+    each ``measure_contents`` that measured something (given the counter, the callback need not
+    hold it: an owner that drops the counter leaves no reference cycle behind, which a frozen
+    garbage collector would keep; ``runtime.gc_policy``)."""
 
     def __init__(
         self,
         counter: TokenCounter,
         known: Mapping[bytes, Measure] | None = None,
-        on_measured: Callable[[], None] | None = None,
+        on_measured: Callable[[RememberingCounter], None] | None = None,
     ) -> None:
         self.name = counter.name
         self._counter = counter
@@ -200,7 +202,7 @@ class RememberingCounter:
         for index, measure in zip(missing, measures, strict=True):
             found[index] = known[digests[index]] = self._measured[digests[index]] = measure
         if self.on_measured is not None:
-            self.on_measured()
+            self.on_measured(self)
         return found
 
     def count_content(self, content: content_pb2.Content) -> int:

@@ -42,6 +42,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from contextengine.core.context import Item, item_from_event
 from contextengine.core.errors import ContextEngineError
@@ -275,15 +276,14 @@ class SessionEventCache:
     # -- token measures --------------------------------------------------------------------------
 
     def _new_counter(self, key: SessionKey) -> RememberingCounter:
-        counter = RememberingCounter(self._counter)
+        # The callback names the session, not the counter: a dropped session's counter (and the
+        # measures it holds) is then freed by its reference count, even once frozen.
+        return RememberingCounter(self._counter, on_measured=partial(self._measured, key))
 
-        def measured() -> None:
-            entry = self._entries.get(key)
-            if entry is not None and entry.measures is counter:
-                self._schedule_flush(key, entry)
-
-        counter.on_measured = measured
-        return counter
+    def _measured(self, key: SessionKey, counter: RememberingCounter) -> None:
+        entry = self._entries.get(key)
+        if entry is not None and entry.measures is counter:
+            self._schedule_flush(key, entry)
 
     def _schedule_flush(self, key: SessionKey, entry: _Entry) -> None:
         if entry.measures.pending >= self._flush_at:
