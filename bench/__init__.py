@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -232,6 +233,14 @@ def load_average(*, all_three: bool = False) -> str:
     except OSError:
         return "unknown"
     return ", ".join(f"{value:.2f}" for value in (values if all_three else values[:1]))
+
+
+def free_port() -> int:
+    """A loopback port free right now (the bench sidecars log at WARNING, so an operations port
+    is chosen here rather than read from the INFO line that names it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def number(value: float | None, digits: int = 1) -> str:

@@ -66,7 +66,16 @@ from google.adk.flows.llm_flows.context._fencing import OTHER_AGENT_CONTEXT_PREA
 from google.genai import types
 from google.protobuf import json_format
 
-from bench import DataCheckError, Options, Report, Target, load_average, number, table
+from bench import (
+    DataCheckError,
+    Options,
+    Report,
+    RowsReport,
+    Target,
+    load_average,
+    number,
+    table,
+)
 from bench.sidecar import Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
@@ -799,13 +808,11 @@ async def bench_mode(
 
 
 @dataclass
-class ContextReport(Report):
-    rows: list[Row] = field(default_factory=list)
+class ContextReport(RowsReport[Row]):
     curve: list[CurvePoint] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
-        data["rows"] = [row.to_json() for row in self.rows]
         data["curve"] = [point.to_json() for point in self.curve]
         return data
 

@@ -330,9 +330,7 @@ async def run(options: Options) -> Report:
         )
         async with sidecar, FloorServer() as floor:
             bench = Bench(sidecar, floor, sizes)
-            process = sidecar._process
-            assert process is not None
-            bench.engine.pid = process.pid
+            bench.engine.pid = sidecar.pid
             try:
                 await bench.client.create_session(APP, USER, SESSION)
                 for events in sizes.events:

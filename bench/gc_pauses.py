@@ -22,11 +22,11 @@ Data check: each steady answer extends the contents held (the since chain holds)
 
 from __future__ import annotations
 
+import os
 import re
-import socket
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,18 @@ import grpc
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench import DataCheckError, Options, Report, RowsReport, load_average, number, table
+from bench import (
+    DataCheckError,
+    Options,
+    Report,
+    RowsReport,
+    free_port,
+    load_average,
+    number,
+    table,
+)
 from bench.answer_floor import CHANNEL_OPTIONS, identity
-from bench.context import APP, SEED, USER, Conversation, Session
+from bench.context import APP, SEED, USER, Conversation, Session, percentile
 from bench.context_floor import task_cpu_ns
 from bench.sidecar import Sidecar
 from contextengine.v1 import context_service_pb2 as cpb, session_service_pb2 as spb
@@ -69,9 +78,6 @@ class Pauses:
     #: the upper bound of the bucket the longest pause fell in ("+Inf" beyond the last)
     longest: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"collections": self.collections, "seconds": self.seconds, "longest": self.longest}
-
 
 @dataclass(frozen=True)
 class Row:
@@ -86,17 +92,7 @@ class Row:
     frozen_objects: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "policy": self.policy,
-            "cached_events": self.cached_events,
-            "load": self.load.to_json(),
-            "steady": self.steady.to_json(),
-            "cpu_us_per_round": self.cpu_us_per_round,
-            "p50_ms": self.p50_ms,
-            "p99_ms": self.p99_ms,
-            "max_ms": self.max_ms,
-            "frozen_objects": self.frozen_objects,
-        }
+        return asdict(self)
 
 
 class GcReport(RowsReport[Row]):
@@ -137,47 +133,52 @@ class GcReport(RowsReport[Row]):
         return "\n".join([f"== {self.benchmark} ==", *table(header, body), *self.footer()])
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+@dataclass(frozen=True)
+class Scrape:
+    """What one ``/metrics`` read says of the collector: its full collections so far (count,
+    pause seconds, the histogram's cumulative buckets) and the frozen objects."""
+
+    collections: int
+    seconds: float
+    buckets: tuple[tuple[str, float], ...]
+    frozen: float
 
 
-async def _full_collections(http: httpx.AsyncClient, port: int) -> tuple[int, float, list[float]]:
-    """(count, seconds, cumulative bucket counts) of the sidecar's full collections."""
+async def _scrape(http: httpx.AsyncClient, port: int) -> Scrape:
     text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
-    count, seconds, buckets = 0, 0.0, []
+    collections, seconds, frozen = 0, 0.0, 0.0
+    buckets: list[tuple[str, float]] = []
     for family in text_string_to_metric_families(text):
-        if family.name != "contextengine_gc_pause_seconds":
-            continue
         for sample in family.samples:
-            if sample.labels.get("generation") != "2":
+            if sample.name == "contextengine_gc_frozen_objects":
+                frozen = sample.value
+            elif (
+                family.name != "contextengine_gc_pause_seconds"
+                or sample.labels.get("generation") != "2"
+            ):
                 continue
-            if sample.name.endswith("_count"):
-                count = int(sample.value)
+            elif sample.name.endswith("_count"):
+                collections = int(sample.value)
             elif sample.name.endswith("_sum"):
                 seconds = sample.value
             elif sample.name.endswith("_bucket"):
                 buckets.append((sample.labels["le"], sample.value))
-    return count, seconds, buckets  # type: ignore[return-value]
+    return Scrape(collections, seconds, tuple(buckets), frozen)
 
 
-async def _frozen(http: httpx.AsyncClient, port: int) -> float:
-    text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
-    found = re.search(r"^contextengine_gc_frozen_objects (\S+)$", text, re.MULTILINE)
-    return float(found.group(1)) if found else 0.0
-
-
-def _pauses(before: tuple[int, float, Any], after: tuple[int, float, Any]) -> Pauses:
-    longest = ""
-    for (bound, was), (_, now) in zip(before[2], after[2], strict=True):
-        if now - was == after[0] - before[0]:
-            longest = bound
-            break
-    return Pauses(
-        after[0] - before[0], after[1] - before[1], longest if after[0] > before[0] else ""
+def _pauses(before: Scrape, after: Scrape) -> Pauses:
+    """The full collections between two scrapes; the longest as the first bucket that holds
+    all of them."""
+    collections = after.collections - before.collections
+    longest = next(
+        (
+            bound
+            for (bound, was), (_, now) in zip(before.buckets, after.buckets, strict=True)
+            if now - was == collections
+        ),
+        "",
     )
+    return Pauses(collections, after.seconds - before.seconds, longest if collections else "")
 
 
 async def _policy_run(workdir: Path, policy: str, args: list[str], sizes: Sizes) -> Row:
@@ -189,7 +190,7 @@ async def _policy_run(workdir: Path, policy: str, args: list[str], sizes: Sizes)
     nexts = [
         [e.SerializeToString() for e in base.next_invocation()] for _ in range(rounds_per_session)
     ]
-    port = _free_port()  # the sidecar logs at WARNING: it does not say the port it took
+    port = free_port()
     sidecar = Sidecar(
         workdir,
         re.sub(r"\W+", "-", policy).strip("-"),
@@ -224,7 +225,7 @@ async def _policy_run(workdir: Path, policy: str, args: list[str], sizes: Sizes)
             return request.SerializeToString()
 
         try:
-            start = await _full_collections(http, port)
+            start = await _scrape(http, port)
             held: dict[str, tuple[int, str]] = {}
             for n in range(sizes.sessions):
                 session = f"s{n}"
@@ -237,7 +238,7 @@ async def _policy_run(workdir: Path, policy: str, args: list[str], sizes: Sizes)
                     await append(appending(session, log[first : first + _BATCH]))
                 answer = cpb.BuildContextResponse.FromString(await build(building(session, None)))
                 held[session] = (len(answer.contents), answer.contents_digest)
-            loaded = await _full_collections(http, port)
+            loaded = await _scrape(http, port)
             pid = sidecar.pid
             latencies: list[float] = []
             cpu = task_cpu_ns(pid)
@@ -256,21 +257,19 @@ async def _policy_run(workdir: Path, policy: str, args: list[str], sizes: Sizes)
                     answer.contents_digest,
                 )
             cpu = task_cpu_ns(pid) - cpu
-            steady = await _full_collections(http, port)
-            frozen = await _frozen(http, port)
+            steady = await _scrape(http, port)
         finally:
             await channel.close()
-    latencies.sort()
     return Row(
         policy,
         sizes.sessions * sizes.events_per_session,
         _pauses(start, loaded),
         _pauses(loaded, steady),
         cpu / sizes.iterations / 1000,
-        latencies[len(latencies) // 2] * 1000,
-        latencies[int(len(latencies) * 0.99)] * 1000,
-        latencies[-1] * 1000,
-        frozen,
+        percentile(latencies, 0.50) * 1000,
+        percentile(latencies, 0.99) * 1000,
+        max(latencies) * 1000,
+        steady.frozen,
     )
 
 
@@ -294,7 +293,7 @@ async def run(options: Options) -> Report:
         "the histogram bucket of the longest one",
         "a round: the next invocation appended to one session and its contents since built; "
         "sidecar us/round: CPU of all its threads; p50/p99/max: the round at the client",
-        f"load average at start {load_at_start}, at end {load_average(all_three=True)} (2 CPUs; the "
-        "benchmark process shares them)",
+        f"load average at start {load_at_start}, at end {load_average(all_three=True)} "
+        f"({os.cpu_count()} CPUs; the benchmark process shares them)",
     ]
     return report

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from opentelemetry.proto.collector.trace.v1 import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench import DataCheckError, Measurement, Options, Report
+from bench import DataCheckError, Measurement, Options, Report, free_port
 from bench.sidecar import Sidecar
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import content_pb2, event_pb2
@@ -118,14 +117,6 @@ def _flags(config: str, collector_port: int, ops_port: int) -> tuple[str, ...]:
     }[config]
 
 
-def _free_port() -> int:
-    """A port free right now (the bench sidecars log at WARNING, so the operations port is
-    chosen here rather than read from the INFO line that names it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 async def _scrape(port: int) -> dict[tuple[str, str], float]:
     async with httpx.AsyncClient() as http:
         body = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
@@ -158,7 +149,7 @@ async def run(options: Options) -> Report:
     with tempfile.TemporaryDirectory(prefix="bench-ops-") as tmp:
         targets = []
         for name in CONFIGS:
-            ops_port = _free_port() if name in ("metrics", "all") else 0
+            ops_port = free_port() if name in ("metrics", "all") else 0
             flags = _flags(name, collector_port, ops_port)
             sidecar = _Configured(Path(tmp), name, check_health=True, extra=flags)
             targets.append(_Target(name, sidecar, ops_port=ops_port))

@@ -107,6 +107,13 @@ def test_a_bad_ops_listen_is_refused_before_anything_starts() -> None:
         ContextEngineServer(ServerSettings(ops_listen="no-port"))
 
 
+def _ops_port(process: Sidecar) -> int:
+    """The operations port a sidecar started with ``--ops-listen 127.0.0.1:0`` logged."""
+    found = re.search(r"operations on http://127\.0\.0\.1:(\d+)", process.log())
+    assert found is not None, process.log()
+    return int(found.group(1))
+
+
 async def test_the_real_sidecar_serves_the_ops_port(tmp_path: Path) -> None:
     sidecar_process = Sidecar(
         tmp_path,
@@ -116,9 +123,7 @@ async def test_the_real_sidecar_serves_the_ops_port(tmp_path: Path) -> None:
     )
     await sidecar_process.start()
     try:
-        found = re.search(r"operations on http://127\.0\.0\.1:(\d+)", sidecar_process.log())
-        assert found is not None, sidecar_process.log()
-        port = int(found.group(1))
+        port = _ops_port(sidecar_process)
         assert (await http_get(port, "/healthz"))[0] == 200
         assert (await http_get(port, "/readyz"))[0] == 200
         async with ContextEngineClient(
@@ -187,9 +192,7 @@ async def _gc_after_a_growing_cache(tmp_path: Path, args: list[str]) -> tuple[fl
     process = Sidecar(tmp_path, tmp_path / "ce.db", "gc", ["--ops-listen", "127.0.0.1:0", *args])
     await process.start()
     try:
-        found = re.search(r"operations on http://127\.0\.0\.1:(\d+)", process.log())
-        assert found is not None, process.log()
-        port = int(found.group(1))
+        port = _ops_port(process)
         samples = await scrape(port)
         frozen_at_start = value(samples, "contextengine_gc_frozen_objects")
         full = {"generation": "2"}

@@ -82,7 +82,7 @@ class GcPolicy:
         self.freezes = 0
         self.thaws = 0
         self._started: float | None = None
-        self._last_thaw = clock()
+        self._last_thaw = 0.0  # the thaw clock starts at install
         self._installed = False
 
     @property
