@@ -35,6 +35,7 @@ from contextengine.memory.service import MemoryService
 from contextengine.observability import LogFormat, Observability, use_log_format
 from contextengine.prompt_cache.service import PromptCache
 from contextengine.runtime.gc_policy import GcPolicy
+from contextengine.runtime.malloc_policy import tune_malloc
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.service import generic_handler
 from contextengine.service.compaction_service import CompactionServicer
@@ -122,6 +123,12 @@ class ServerSettings(EngineSettings):
         3600.0,
         "with gc_freeze, how often the frozen objects are handed back to one full collection "
         "(which frees cycles that formed among them)",
+    )
+    malloc_tuning: bool = setting(
+        True,
+        "`contextengine serve` has glibc's malloc keep large freed blocks (up to 64 MiB) for "
+        "reuse, so that big BuildContext answers do not map and zero fresh pages every time "
+        "(docs/design/hot-paths.md, Large answers); false: glibc's own thresholds",
     )
 
     # -- observability: operations port, metrics, traces, logs (docs/design/observability.md)
@@ -498,6 +505,8 @@ def run_server(settings: ServerSettings, port_file: Path | None = None) -> None:
 async def serve(settings: ServerSettings, port_file: Path | None = None) -> None:
     """Runs until SIGTERM or SIGINT, then shuts down gracefully."""
     use_log_format(settings.log_format)
+    if settings.malloc_tuning and not tune_malloc():
+        _LOG.info("malloc_tuning: not applied (the C library is not glibc)")
     server = ContextEngineServer(settings)
     await server.start()
     # What starting made (modules, the tokenizer's vocabulary, the engine) lives as long as the
