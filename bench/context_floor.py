@@ -22,9 +22,11 @@ answered to it (so the same bytes in and out; the grown workloads' requests carr
 ``invocation_id`` per call, which the sidecar ignores without prompt caching, so that each one
 has its own answer). Both are driven over raw channels with identity serializers, so the
 client does the same work for both. Server CPU per call is measured around each call only
-(the appends of the grown workloads are outside), from ``/proc/<pid>/task/*/schedstat``
+(the appends of the grown workloads are outside; each workload starts on an idle sidecar, once
+the background work of the appends before it is done), from ``/proc/<pid>/task/*/schedstat``
 (nanoseconds of CPU of every thread; ``/proc/<pid>/stat``'s clock ticks are too coarse for one
-call). The ratio is sidecar / floor in the same run.
+call). The ratio is sidecar / floor in the same run. Beside it, each server's minor page faults
+per call (``/proc/<pid>/stat``): fresh pages its allocator had the kernel map in for the answer.
 
 Data checks: the since answers reassembled equal the full answer byte for byte; every answer
 covers the whole log (``last_sequence``).
@@ -32,6 +34,7 @@ covers the whole log (``last_sequence``).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 import time
@@ -45,6 +48,7 @@ import grpc
 from bench import Ceiling, DataCheckError, Options, Report, RowsReport, load_average, number, table
 from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import APP, SEED, USER, Conversation, Session
+from bench.proc import minor_faults
 from bench.sidecar import Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import context_service_pb2 as cpb
@@ -99,9 +103,14 @@ class Cost:
     cpu_ns: int = 0
     response_bytes: int = 0
     seconds: float = 0.0
+    #: the server's minor page faults during the calls
+    faults: int = 0
 
     def per_call_us(self) -> float:
         return self.cpu_ns / self.calls / 1e3 if self.calls else float("nan")
+
+    def faults_per_call(self) -> float:
+        return self.faults / self.calls if self.calls else float("nan")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +118,7 @@ class Cost:
             "server_cpu_us_per_call": self.per_call_us(),
             "response_bytes_per_call": self.response_bytes / self.calls if self.calls else 0,
             "seconds": self.seconds,
+            "minor_faults_per_call": self.faults_per_call(),
         }
 
 
@@ -146,11 +156,13 @@ class Caller:
         self.pid = pid
 
     async def call(self, request: bytes, cost: Cost) -> bytes:
+        faults = minor_faults(self.pid)
         before = task_cpu_ns(self.pid)
         started = time.perf_counter()
         answer: bytes = await self._call(request, timeout=120.0)
         cost.seconds += time.perf_counter() - started
         cost.cpu_ns += task_cpu_ns(self.pid) - before
+        cost.faults += minor_faults(self.pid) - faults
         cost.calls += 1
         cost.response_bytes += len(answer)
         return answer
@@ -220,8 +232,22 @@ class Bench:
             if await self.floor.call(request, cost) != answer:
                 raise DataCheckError("the floor answered other bytes")
 
+    async def idle(self, tick: float = 0.25, longest: float = 120.0) -> None:
+        """Waits until the sidecar spends less than 1 ms of CPU in ``tick`` seconds (at most
+        ``longest``): what the appends before set going in the background (the token measures
+        of a bulk of appended events) is not in the calls measured next."""
+        deadline = time.monotonic() + longest
+        before = task_cpu_ns(self.engine.pid)
+        while time.monotonic() < deadline:
+            await asyncio.sleep(tick)
+            now = task_cpu_ns(self.engine.pid)
+            if now - before < 1_000_000:
+                return
+            before = now
+
     async def unchanged(self, events: int, since: bool) -> Row:
         full = self._check_last(await self.engine.call(_request(), Cost()))
+        await self.idle()
         held = Held()
         held.take(full)
         request = _request(since=held) if since else _request()
@@ -239,6 +265,7 @@ class Bench:
 
     async def grown(self, events: int, since: bool) -> Row:
         first = self._check_last(await self.engine.call(_request(), Cost()))
+        await self.idle()
         held = Held()
         held.take(first)
         calls = max(5, min(self.sizes.grown_calls, self.sizes.grown_bytes // first.ByteSize()))
@@ -281,6 +308,7 @@ class FloorReport(RowsReport[Row]):
             "sidecar us/call",
             "floor us/call",
             "ratio",
+            "page faults/call (sidecar | floor)",
         )
         body = [
             (
@@ -292,6 +320,8 @@ class FloorReport(RowsReport[Row]):
                 number(row.sidecar.per_call_us(), 0),
                 number(row.floor.per_call_us(), 0),
                 f"{row.ratio:.2f}x",
+                f"{number(row.sidecar.faults_per_call(), 0)} | "
+                f"{number(row.floor.faults_per_call(), 0)}",
             )
             for row in self.rows
         ]
