@@ -34,7 +34,7 @@ JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean postgres-server test-postgres
 .PHONY: browser
-.PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build test-java java-example
+.PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build java-install test-java java-example
 .PHONY: kotlin-build test-kotlin kotlin-example proto-baseline
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
@@ -191,11 +191,16 @@ test-java: $(DEV_STAMP) java-build
 java-example: java-build
 	cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.examples.AgentLoop $(ARGS)
 
-## The Kotlin client (coroutines) on the Java jar: the Java jar and its test jar installed into
-## ~/.m2 as they are (no second Java build), then one kotlinc run with -Werror (tests compiled, not run).
-kotlin-build: java-build
-	$(MVNW) install:install-file -Dfile=$(JAVA_JAR).jar -DpomFile=pom.xml \
-	  -Dfiles=$(JAVA_JAR)-tests.jar -Dclassifiers=tests -Dtypes=test-jar
+## The Java jar and its test jar installed into ~/.m2 as they are (no second Java build), for
+## the Kotlin client and the ADK Java drop-ins. install-file takes one file per run (its
+## -Dfiles/-Dclassifiers are deploy-file's: install-file ignores them).
+java-install: java-build
+	$(MVNW) install:install-file -Dfile=$(JAVA_JAR).jar -DpomFile=pom.xml
+	$(MVNW) install:install-file -Dfile=$(JAVA_JAR)-tests.jar -DpomFile=pom.xml -Dclassifier=tests
+
+## The Kotlin client (coroutines) on the installed Java jars: one kotlinc run with -Werror
+## (tests compiled, not run).
+kotlin-build: java-install
 	$(KOTLIN_MVNW) -DskipTests package
 
 ## The Kotlin client's own tests (JUnit; they start the servers they need).
@@ -208,9 +213,7 @@ kotlin-example: kotlin-build
 
 ## The ADK Java drop-ins (clients/java-adk, google-adk 1.8.0 from Maven Central) on the Java jar
 ## installed into ~/.m2, compiled with -Xlint:all -Werror (tests compiled, not run).
-java-adk-build: java-build
-	$(MVNW) install:install-file -Dfile=$(JAVA_JAR).jar -DpomFile=pom.xml \
-	  -Dfiles=$(JAVA_JAR)-tests.jar -Dclassifiers=tests -Dtypes=test-jar
+java-adk-build: java-install
 	$(JAVA_ADK_MVNW) -DskipTests package
 
 ## The ADK Java drop-ins' tests (JUnit, against a real sidecar; the example runs in them too).
