@@ -48,7 +48,7 @@ import grpc
 from bench import Ceiling, DataCheckError, Options, Report, RowsReport, load_average, number, table
 from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import APP, SEED, USER, Conversation, Session
-from bench.proc import minor_faults
+from bench.proc import minor_faults, resident_kib
 from bench.sidecar import Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import context_service_pb2 as cpb
@@ -166,6 +166,10 @@ class Caller:
         cost.calls += 1
         cost.response_bytes += len(answer)
         return answer
+
+
+def _mib(pid: int, field: str) -> str:
+    return f"{resident_kib(pid, field) / 1024:,.0f} MiB"
 
 
 def _request(*, since: Held | None = None, tag: str = "") -> bytes:
@@ -369,6 +373,11 @@ async def run(options: Options) -> Report:
                         report.rows.append(await bench.unchanged(events, since))
                     for since in (False, True):
                         report.rows.append(await bench.grown(events, since))
+                # What keeping freed blocks for reuse costs in memory (malloc_tuning)
+                report.notes.append(
+                    f"sidecar resident memory at the end {_mib(sidecar.pid, 'VmRSS')}, "
+                    f"peak {_mib(sidecar.pid, 'VmHWM')}"
+                )
             finally:
                 await bench.client.close()
                 await bench.engine.channel.close()

@@ -49,3 +49,14 @@ def minor_faults(pid: int) -> int:
     stat = Path(f"/proc/{pid}/stat").read_text()
     # minflt is field 10 of proc(5), the 8th after the command name
     return int(stat.rsplit(")", 1)[1].split()[7])
+
+
+def resident_kib(pid: int, field: str = "VmRSS") -> int:
+    """Resident memory of process ``pid`` in KiB: now (``VmRSS``) or its peak so far
+    (``VmHWM``), from ``/proc/<pid>/status``. Raises ``OSError`` as ``cpu_seconds`` does, and
+    ``KeyError`` for a field the kernel does not report."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name == field:
+            return int(value.split()[0])
+    raise KeyError(field)
