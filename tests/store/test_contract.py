@@ -294,6 +294,20 @@ async def test_expected_last_sequence_mismatch(store: EventStore) -> None:
     assert session.state == {}
 
 
+async def test_a_large_batch_finds_every_recorded_id(store: EventStore) -> None:
+    # a re-sent half of a large batch, interleaved, with new events after it
+    await create(store)
+    first = [ev(f"e{i}") for i in range(1200)]
+    await store.append_events(KEY, first, 0)
+
+    mixed = [ev(f"e{i}") for i in range(0, 1200, 2)] + [ev(f"n{i}") for i in range(3)]
+    outcome = await store.append_events(KEY, mixed, 1200)
+
+    assert outcome.duplicates == [True] * 600 + [False] * 3
+    assert seqs(outcome.events) == [*range(1, 1201, 2), 1201, 1202, 1203]
+    assert outcome.last_sequence == 1203
+
+
 async def test_retrying_a_committed_call_succeeds_despite_a_stale_expected_sequence(
     store: EventStore,
 ) -> None:
