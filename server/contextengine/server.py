@@ -506,7 +506,7 @@ async def serve(settings: ServerSettings, port_file: Path | None = None) -> None
     """Runs until SIGTERM or SIGINT, then shuts down gracefully."""
     use_log_format(settings.log_format)
     if settings.malloc_tuning and not tune_malloc():
-        _LOG.info("malloc_tuning: not applied (the C library is not glibc)")
+        _LOG.info("malloc_tuning: not applied (the C library is not glibc, or refused the values)")
     server = ContextEngineServer(settings)
     await server.start()
     # What starting made (modules, the tokenizer's vocabulary, the engine) lives as long as the

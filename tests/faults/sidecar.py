@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from bench.proc import resident_kib
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from contextengine.client import ContextEngineClient
@@ -94,10 +95,7 @@ class Sidecar:
 
     def rss_kb(self, field: str = "VmRSS") -> int:
         """The process's resident memory (``VmRSS``) or its peak (``VmHWM``), in kB."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1])
-        raise AssertionError(f"no {field} in /proc/{self.pid}/status")
+        return resident_kib(self.pid, field)
 
     async def start(self) -> None:
         """Starts the process and waits until it answers health checks with SERVING."""

@@ -8,6 +8,7 @@ import platform
 from pathlib import Path
 
 import pytest
+from bench.proc import minor_faults
 
 from contextengine.client import ContextEngineClient
 from contextengine.runtime.malloc_policy import (
@@ -51,11 +52,6 @@ def test_serve_tunes_malloc_by_default() -> None:
     assert ServerSettings().malloc_tuning is True
 
 
-def _minor_faults(pid: int) -> int:
-    # /proc/<pid>/stat: the fields after the command's closing parenthesis; minflt is the 8th
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
-
-
 def _blob_event(n: int) -> event_pb2.Event:
     data = bytes([n]) * BLOB_BYTES
     part = content_pb2.Part(inline_data=content_pb2.Blob(mime_type="image/png", data=data))
@@ -81,9 +77,9 @@ async def _faults_per_grown_answer(tmp_path: Path, name: str, args: list[str]) -
             rounds = 4
             for n in range(rounds):
                 await client.append_event(APP, USER, SESSION, text_event(f"more {n}"))
-                before = _minor_faults(process.pid)
+                before = minor_faults(process.pid)
                 answer = await client.build_context(APP, USER, SESSION)
-                faults += _minor_faults(process.pid) - before
+                faults += minor_faults(process.pid) - before
                 assert len(answer.contents) == BLOBS + n + 1
         process.check_alive("after the builds")
         return faults / rounds
