@@ -20,7 +20,6 @@ This module must not import google-adk or google-genai: it runs in the server.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +27,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 
 from contextengine.core.errors import ContextEngineError
+from contextengine.core.structs import json_number
 from contextengine.v1 import content_pb2, event_pb2
 
 __all__ = [
@@ -41,8 +41,6 @@ __all__ = [
 _JSON_VALUE_MESSAGES = frozenset(
     {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
 )
-#: Doubles below this magnitude hold integers exactly.
-_MAX_EXACT_INTEGER = 2**53
 
 
 def event_from_adk_json(data: str | bytes | Mapping[str, Any]) -> event_pb2.Event:
@@ -153,13 +151,7 @@ def _restore_in(descriptor: Descriptor, value: Any) -> Any:
 
 def _integral_to_int(value: Any) -> Any:
     if isinstance(value, float):
-        if (
-            value.is_integer()
-            and abs(value) < _MAX_EXACT_INTEGER
-            and not (value == 0.0 and math.copysign(1.0, value) < 0.0)
-        ):
-            return int(value)
-        return value
+        return json_number(value)
     if isinstance(value, dict):
         return {key: _integral_to_int(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -2,7 +2,9 @@
 
 Strict: a ``Value`` without a kind or with a non-finite number is not JSON and is rejected with
 INVALID_STATE, naming the offending path. Integral numbers come back as ``int`` (JSON has one
-number type; protobuf stores doubles, so integers beyond 2**53 lose precision).
+number type; protobuf stores doubles, so integers beyond 2**53 lose precision), except ``-0.0``,
+which stays a float: an ``int`` has no negative zero, and google-adk prints ``-0.0`` where the
+model sent it (:func:`json_number`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,21 @@ from typing import Any
 from google.protobuf import struct_pb2
 
 from contextengine.core.errors import invalid
+
+#: Doubles below this magnitude hold every integer exactly.
+MAX_EXACT_INTEGER = 2**53
+
+
+def json_number(number: float) -> int | float:
+    """A protobuf double as the JSON number a Python caller had: an ``int`` when integral and
+    exact (below 2**53), else the float; ``-0.0`` stays a float (``int`` would print ``0``)."""
+    if (
+        number.is_integer()
+        and abs(number) < MAX_EXACT_INTEGER
+        and not (number == 0.0 and math.copysign(1.0, number) < 0.0)
+    ):
+        return int(number)
+    return number
 
 
 def struct_to_dict(struct: struct_pb2.Struct, field_name: str) -> dict[str, Any]:
@@ -30,9 +47,7 @@ def value_to_python(value: struct_pb2.Value, path: str) -> Any:
         number = value.number_value
         if not math.isfinite(number):
             raise invalid("INVALID_STATE", path, f"{path} is {number}, which is not valid JSON")
-        if number.is_integer() and abs(number) < 2**53:
-            return int(number)
-        return number
+        return json_number(number)
     if kind == "string_value":
         return value.string_value
     if kind == "bool_value":

@@ -66,7 +66,7 @@ class _Gen:
                 thought=rng.choice([None, None, True, False]),
             )
         if roll < 0.55:
-            args = rng.choice([None, {}, {"a": 1}, {"b": "x", "a": [1, 2]}])
+            args = rng.choice([None, {}, {"a": 1}, {"b": "x", "a": [1, 2]}, {"z": -0.0, "f": 2.5}])
             return types.Part(
                 function_call=types.FunctionCall(name=self.name(), id=self.call_id(), args=args)
             )

@@ -51,6 +51,22 @@ def test_other_agent_text_call_and_response_are_quoted() -> None:
     ]
 
 
+def test_negative_zero_and_floats_in_quoted_calls_print_as_adk_prints_them() -> None:
+    """google-adk prints the arguments the model sent: ``-0.0`` stays ``-0.0`` (it once came
+    out as ``0``), integral numbers are ints, fractions floats."""
+    events = [
+        event(1, "user", text("hi")),
+        event(2, "other", call("convert", "c1", amount=-0.0, rate=2.5, count=3)),
+        event(3, "other", response("convert", "c1", usd=-0.0)),
+    ]
+    contents = assert_matches_adk(events, AGENT)
+    assert contents[1].parts[1].text == (
+        "[other] called tool `convert` with parameters:\n"
+        + _quoted("{'amount': -0.0, 'count': 3, 'rate': 2.5}")
+    )
+    assert contents[2].parts[1].text.endswith(_quoted("{'usd': -0.0}"))
+
+
 def test_our_default_preamble_is_used_unless_configured() -> None:
     events = to_proto([event(1, "other", text("x"))])
     contents = build_contents(events, ContextOptions(agent_name="agent"))
