@@ -137,13 +137,35 @@ async def test_credential_events_and_thoughts_are_left_out() -> None:
         _event("user", _result("adk_request_credential", token="s3cret")),
         _event("root", _text("The secret plan is Project Zeta 42.", thought=True)),
     ]
-    assert await ExtractiveSummarizer().summarize(SummaryInput(events, "")) is None
+    text = await _summary(events)
+    assert "s3cret" not in text and "Zeta" not in text
+    assert text == "Earlier turns: 3 events (1 from the user, 2 from agents)."
 
 
-async def test_nothing_to_say_is_none() -> None:
+async def test_a_range_with_nothing_to_extract_still_gets_a_summary() -> None:
+    """A blank user text and an "ok" (no content word) once gave no summary: the engine
+    recorded a summarizer failure and retried, and agents waiting for the compaction stopped."""
+    events = [_event("user", _text(" ")), _event("root", _text("ok"))]
+    assert await _summary(events) == (
+        'Earlier turns: 2 events (1 from the user, 1 from agents).\nShort replies: "ok"'
+    )
     events = [event_pb2.Event(author="root"), _event("root"), _event("root", _text("  "))]
-    assert await ExtractiveSummarizer().summarize(SummaryInput(events, "")) is None
-    assert await ExtractiveSummarizer().summarize(SummaryInput([], "")) is None
+    assert await _summary(events) == "Earlier turns: 3 events (0 from the user, 3 from agents)."
+    assert await _summary([]) == "Earlier turns: no events."
+    assert ExtractiveSummarizer(10).summary_text([_event("root", _text("ok"))]) == "Earlier…"
+
+
+async def test_transfer_results_are_not_facts() -> None:
+    """Every ADK port answers a transfer differently; none of it is a fact worth keeping."""
+    for answer in ({"result": None}, {}, {"result": "Transfer queued"}):
+        events = [
+            _event("user", _text("Please ask the helper about 42 euros.")),
+            _event("root", _call("transfer_to_agent", agent_name="helper")),
+            _event("root", _result("transfer_to_agent", **answer)),
+        ]
+        text = await _summary(events)
+        assert "returned" not in text
+        assert "Tools called: transfer_to_agent (1)" in text
 
 
 async def test_budget_keeps_the_most_informative_facts() -> None:

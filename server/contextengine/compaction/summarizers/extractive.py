@@ -29,6 +29,11 @@ Where the pieces come from:
 Budget: the tool line may take a quarter of ``max_chars``, requests and the earlier summary up to
 30% each (requests keep the first and the most recent), facts the rest. Pure Python and linear in
 the size of the range.
+
+A range with nothing of the above (blank texts, replies too short to be facts, thoughts only)
+still gets a summary: what it held, counted, and its short texts quoted (``Earlier turns: 2
+events (1 from the user, 1 from agents). Short replies: "ok"``). A summarizer that answered
+nothing would leave the range unsummarized and the compaction retried forever.
 """
 
 from __future__ import annotations
@@ -51,6 +56,14 @@ _EARLIER = "Earlier summary:"
 _REQUESTS = "User requests:"
 _TOOLS = "Tools called: "
 _FACTS = "Key facts:"
+_INVENTORY = "Earlier turns:"
+#: ADK's own control tools: their results are bookkeeping, not facts (and each ADK port answers
+#: a transfer differently: ``{'result': None}`` in Python, ``{}`` in Java, ``'Transfer queued'``
+#: in TypeScript), so they are counted as calls but never quoted.
+_CONTROL_TOOLS = frozenset({"transfer_to_agent"})
+#: Short texts a summary with nothing else to say quotes, and the length each is cut to.
+_MAX_SHORT_TEXTS = 5
+_MAX_SHORT_TEXT = 60
 
 #: Longest request, fact or earlier-summary line kept (longer ones are cut at a word boundary).
 _MAX_LINE = 300
@@ -118,23 +131,20 @@ class ExtractiveSummarizer:
     def __repr__(self) -> str:
         return f"ExtractiveSummarizer(max_chars={self.max_chars})"
 
-    async def summarize(self, request: SummaryInput) -> Summary | None:
-        """The summary of ``request.events``, or None when the range has no text, call or
-        earlier summary at all."""
+    async def summarize(self, request: SummaryInput) -> Summary:
+        """The summary of ``request.events`` (never empty, see the module docstring)."""
         text = self.summary_text(request.events)
-        if not text:
-            return None
         content = content_pb2.Content(role="model", parts=[content_pb2.Part(text=text)])
         return Summary(content=content)
 
     def summary_text(self, events: Sequence[event_pb2.Event]) -> str:
-        """The summary text of ``events`` ("" when there is nothing to say)."""
+        """The summary text of ``events``: never empty."""
         material = _collect(events)
         text = _compose(material, self.max_chars)
         if not text and self.max_chars < _MIN_BUDGET:
             # Too small for any whole section: the start of a roomier summary, cut.
             text = _clip(_compose(material, _MIN_BUDGET), self.max_chars)
-        return text
+        return text or _clip(_inventory(events), self.max_chars)
 
 
 def _compose(material: _Material, budget: int) -> str:
@@ -184,6 +194,25 @@ def _collect(events: Sequence[event_pb2.Event]) -> _Material:
     return material
 
 
+def _inventory(events: Sequence[event_pb2.Event]) -> str:
+    """What a range with nothing to extract held: its events counted by who wrote them, and
+    its short texts (thoughts and credential requests left out)."""
+    if not events:
+        return f"{_INVENTORY} no events."
+    users = sum(1 for event in events if event.author == "user")
+    agents = len(events) - users
+    count = f"{len(events)} event{'s' if len(events) != 1 else ''}"
+    line = f"{_INVENTORY} {count} ({users} from the user, {agents} from agents)."
+    short = [
+        _one_line(text)
+        for event in events
+        if event.HasField("content") and not is_credential_request(event)
+        for text in _texts(event.content.parts)
+    ]
+    quoted = "; ".join(f'"{_shorten(text, _MAX_SHORT_TEXT)}"' for text in short[:_MAX_SHORT_TEXTS])
+    return f"{line}\nShort replies: {quoted}" if quoted else line
+
+
 def _texts(parts: Iterable[content_pb2.Part]) -> list[str]:
     return [part.text for part in parts if part.text.strip() and not part.thought]
 
@@ -203,7 +232,7 @@ def _add_earlier(material: _Material, texts: list[str]) -> None:
 
 
 def _tool_result(response: content_pb2.FunctionResponse) -> str:
-    if not response.HasField("response"):
+    if not response.HasField("response") or response.name in _CONTROL_TOOLS:
         return ""
     try:
         # Keys sorted: a Struct keeps no key order, and the summary must be deterministic.
