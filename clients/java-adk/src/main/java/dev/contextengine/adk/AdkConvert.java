@@ -128,6 +128,7 @@ public final class AdkConvert {
     }
     millisToSeconds(tree, "timestamp");
     customMetadataToObject(tree);
+    payloadsWithNulls(event, tree);
     if (tree.get("longRunningToolIds") instanceof ArrayNode ids) {
       // a set in ADK (Java and Python): stored sorted, so equal sets are equal events
       List<String> sorted = new ArrayList<>();
@@ -343,6 +344,37 @@ public final class AdkConvert {
   }
 
   /** {@link State#REMOVED} values of the delta written as {@code null}. */
+  /**
+   * Function-call arguments and function-response payloads as they are, nulls included: ADK's
+   * mapper writes the {@code Optional<Map>} of a genai part without the map's null values (its
+   * content inclusion is NON_ABSENT), so {@code {"result": null}} would be stored as {@code {}}.
+   */
+  private static void payloadsWithNulls(Event event, ObjectNode tree) {
+    if (event.content().isEmpty()
+        || !(tree.get("content") instanceof ObjectNode content)
+        || !(content.get("parts") instanceof ArrayNode parts)) {
+      return;
+    }
+    List<com.google.genai.types.Part> given = event.content().get().parts().orElse(List.of());
+    for (int i = 0; i < given.size() && i < parts.size(); i++) {
+      if (!(parts.get(i) instanceof ObjectNode part)) {
+        continue;
+      }
+      com.google.genai.types.Part source = given.get(i);
+      source.functionCall().flatMap(c -> c.args()).ifPresent(args -> replace(part, "functionCall", "args", args));
+      source
+          .functionResponse()
+          .flatMap(r -> r.response())
+          .ifPresent(response -> replace(part, "functionResponse", "response", response));
+    }
+  }
+
+  private static void replace(ObjectNode part, String field, String key, Map<String, Object> value) {
+    if (part.get(field) instanceof ObjectNode node) {
+      node.set(key, MAPPER.valueToTree(value));
+    }
+  }
+
   private static void removedToNull(Event event, ObjectNode actions) {
     Map<String, Object> delta = event.actions() == null ? null : event.actions().stateDelta();
     JsonNode node = actions.get("stateDelta");

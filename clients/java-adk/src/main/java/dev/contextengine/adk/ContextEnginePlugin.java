@@ -11,6 +11,9 @@ import com.google.adk.models.LlmRequest;
 import com.google.adk.models.LlmResponse;
 import com.google.adk.models.Model;
 import com.google.adk.plugins.BasePlugin;
+import com.google.adk.sessions.Session;
+import com.google.adk.tools.BaseTool;
+import com.google.adk.tools.ToolContext;
 import com.google.genai.types.Content;
 import com.google.genai.types.GenerateContentConfig;
 import com.google.genai.types.Tool;
@@ -26,7 +29,9 @@ import dev.contextengine.v1.ModelProvider;
 import io.reactivex.rxjava3.core.Completable;
 import io.reactivex.rxjava3.core.Maybe;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -72,12 +77,16 @@ public final class ContextEnginePlugin extends BasePlugin {
   /** The default bound of the converted-contents cache, in contents. */
   public static final long DEFAULT_CONTENTS_CACHE_SIZE = 50_000;
 
+  /** ADK's own tool that hands the conversation to another agent. */
+  static final String TRANSFER_TOOL = "transfer_to_agent";
+
   /** The default number of agent views of sessions kept for "contents since". */
   public static final int DEFAULT_CONTEXT_VIEWS = 16;
 
   private final ContextEngineClient client;
   private final ContentCache converted;
   private final ContextViews views;
+  private final InvocationAliases aliases;
 
   /** The plugin over {@code client} (the session service's; shared, not closed). */
   public ContextEnginePlugin(ContextEngineClient client) {
@@ -111,6 +120,7 @@ public final class ContextEnginePlugin extends BasePlugin {
     this.client = Objects.requireNonNull(client, "client");
     this.converted = new ContentCache(contentsCacheSize);
     this.views = new ContextViews(client, contextViews);
+    this.aliases = InvocationAliases.of(client);
   }
 
   @Override
@@ -130,7 +140,8 @@ public final class ContextEnginePlugin extends BasePlugin {
             return;
           }
           LlmRequest current = request.build();
-          BuildContextRequest build = buildRequest(context, llmAgent, current);
+          BuildContextRequest build =
+              buildRequest(context, llmAgent, current, storedInvocation(context));
           BuildContextResponse response;
           try {
             response = views.build(build);
@@ -151,6 +162,23 @@ public final class ContextEnginePlugin extends BasePlugin {
         });
   }
 
+  /**
+   * ADK's {@code transfer_to_agent} answers with bookkeeping that differs by port: google-adk
+   * records {@code {"result": null}}, ADK Java {@code {}}. The engine's log, and with it the
+   * sizes its compaction weighs, must be google-adk's: the answer is recorded as google-adk's
+   * (the transfer itself, {@code actions.transferToAgent}, is unchanged).
+   */
+  @Override
+  public Maybe<Map<String, Object>> afterToolCallback(
+      BaseTool tool, Map<String, Object> toolArgs, ToolContext toolContext, Map<String, Object> result) {
+    if (!TRANSFER_TOOL.equals(tool.name())) {
+      return Maybe.empty();
+    }
+    Map<String, Object> answer = new HashMap<>();
+    answer.put("result", null);
+    return Maybe.just(answer);
+  }
+
   @Override
   public Completable afterRunCallback(InvocationContext context) {
     return Completable.fromAction(
@@ -160,8 +188,17 @@ public final class ContextEnginePlugin extends BasePlugin {
                     .setAppName(context.session().appName())
                     .setUserId(context.session().userId())
                     .setSessionId(context.session().id())
-                    .setInvocationId(context.invocationId())
+                    .setInvocationId(storedInvocation(context))
                     .build()));
+  }
+
+  /**
+   * The invocation the engine knows the run as: the run's own, or the invocation of the
+   * long-running calls its message answers ({@link InvocationAliases}).
+   */
+  private String storedInvocation(InvocationContext context) {
+    Session session = context.session();
+    return aliases.stored(session.appName(), session.userId(), session.id(), context.invocationId());
   }
 
   /**
@@ -208,7 +245,7 @@ public final class ContextEnginePlugin extends BasePlugin {
   }
 
   private static BuildContextRequest buildRequest(
-      InvocationContext context, LlmAgent agent, LlmRequest current) {
+      InvocationContext context, LlmAgent agent, LlmRequest current, String invocationId) {
     boolean currentTurn = agent.includeContents() == LlmAgent.IncludeContents.NONE;
     BuildContextRequest.Builder out =
         BuildContextRequest.newBuilder()
@@ -219,7 +256,7 @@ public final class ContextEnginePlugin extends BasePlugin {
             .setIncludeContents(
                 currentTurn ? IncludeContents.INCLUDE_CONTENTS_NONE : IncludeContents.INCLUDE_CONTENTS_DEFAULT)
             .setModel(modelIdentity(agent, current.model().orElse("")))
-            .setInvocationId(context.invocationId());
+            .setInvocationId(invocationId);
     context.branch().ifPresent(out::setBranch);
     context.userContent().ifPresent(c -> out.setUserContent(AdkConvert.contentToProto(c)));
     Optional<GenerateContentConfig> config = current.config();

@@ -50,7 +50,11 @@ import org.jspecify.annotations.Nullable;
  *       GetSessionConfig#numRecentEvents()} (0: no events) and {@link
  *       GetSessionConfig#afterTimestamp()} ({@code timestamp >= afterTimestamp}) filter the
  *       events, combined, as ADK's services do. The state is merged ({@code app:} / {@code user:}
- *       keys included, overriding same-named session keys).
+ *       keys included, overriding same-named session keys). The events are the session as ADK
+ *       Java's {@code Runner} must see it to act as google-adk 2.13 does ({@link RunnerView}):
+ *       rewinds applied (the events a rewind took away and the rewind events are left out), and
+ *       without the engine's compaction summaries (ADK Java would apply them itself; the plugin's
+ *       contents have them). {@code listEvents} returns the log as stored.
  *   <li>{@code listSessions}: merged states, no events, ordered by {@code (lastUpdateTime, userId,
  *       id)} oldest first (ADK Python's order; ADK Java's in-memory service has none); a null
  *       user lists every user of the app.
@@ -69,8 +73,10 @@ import org.jspecify.annotations.Nullable;
  *       it was read) fails with {@link StaleSessionException}: the service remembers the engine's
  *       last sequence for each {@code Session} object it returned (weakly, by identity) and the
  *       append is conditional on it. Summaries the engine's own compaction appended meanwhile do
- *       not make the object stale: they are added to {@code session.events()} first. Appending
- *       the same event (same id) again is an idempotent replay.
+ *       not make the object stale. Appending the same event (same id) again is an idempotent
+ *       replay. A message answering long-running calls resumes the calls' invocation, as
+ *       google-adk's {@code Runner} does: its run's events are stored (and yielded) with that
+ *       invocation id ({@link InvocationAliases}).
  * </ul>
  *
  * <p>Errors arrive through the Rx types' error channel. Besides the ones above, a sidecar that is
@@ -92,10 +98,13 @@ public final class ContextEngineSessionService implements BaseSessionService {
   private final ConcurrentMap<Session, Long> seen = new MapMaker().weakKeys().makeMap();
   /** The engine events of the sessions read last (whole reads fetch only what is new). */
   private final SessionLogCache logs = new SessionLogCache(MAX_KEPT_SESSIONS);
+  /** Runs that continue a long-running call's invocation (shared with the client's plugin). */
+  private final InvocationAliases aliases;
 
   /** The service over {@code client} (share it with the memory service and the plugin). */
   public ContextEngineSessionService(ContextEngineClient client) {
     this.client = Objects.requireNonNull(client, "client");
+    this.aliases = InvocationAliases.of(client);
   }
 
   /** The client the service calls. */
@@ -303,9 +312,13 @@ public final class ContextEngineSessionService implements BaseSessionService {
         });
   }
 
-  /** Applies and trims temp: keys, appends the event to the engine, updates the session's marks. */
+  /**
+   * Applies and trims temp: keys, gives the answer to a long-running call the call's invocation
+   * ({@link InvocationAliases}), appends the event to the engine, updates the session's marks.
+   */
   private void persist(Session session, Event event) {
     applyTemp(session, event);
+    aliases.apply(session, event);
     AppendEventRequest.Builder request =
         AppendEventRequest.newBuilder()
             .setAppName(session.appName())
@@ -313,7 +326,6 @@ public final class ContextEngineSessionService implements BaseSessionService {
             .setSessionId(session.id())
             .setEvent(AdkConvert.eventToProto(event));
     Long expected = seen.get(session);
-    List<Event> summaries = new ArrayList<>();
     AppendEventResponse response;
     while (true) {
       if (expected != null) {
@@ -329,18 +341,16 @@ public final class ContextEngineSessionService implements BaseSessionService {
         if (!"SEQUENCE_MISMATCH".equals(e.reason()) || expected == null) {
           throw e;
         }
-        Map.Entry<List<Event>, Long> more = engineSummaries(session, expected);
-        if (more == null) {
+        Long summarized = afterEngineSummaries(session, expected);
+        if (summarized == null) {
           throw new StaleSessionException(session.id(), expected, e);
         }
-        summaries.addAll(more.getKey());
-        expected = more.getValue();
+        expected = summarized;
       }
     }
     if (response.getDuplicate()) {
       return;
     }
-    session.events().addAll(summaries);
     session.lastUpdateTime(Instant.ofEpochMilli(event.timestamp()));
     seen.put(session, response.getLastSequence());
   }
@@ -371,10 +381,11 @@ public final class ContextEngineSessionService implements BaseSessionService {
   }
 
   /**
-   * The events appended after {@code after} if all are the engine's own compaction summaries,
-   * with the new last sequence; null otherwise (another writer appended).
+   * The session's last sequence if every event appended after {@code after} is one of the
+   * engine's own compaction summaries (which the runner's session leaves out, see {@link
+   * RunnerView}); null otherwise (another writer appended).
    */
-  private Map.@Nullable Entry<List<Event>, Long> engineSummaries(Session session, long after) {
+  private @Nullable Long afterEngineSummaries(Session session, long after) {
     dev.contextengine.v1.ListEventsResponse page =
         client.listEvents(
             ListEventsRequest.newBuilder()
@@ -387,18 +398,16 @@ public final class ContextEngineSessionService implements BaseSessionService {
     if (!page.getNextPageToken().isEmpty() || page.getEventsCount() == 0) {
       return null;
     }
-    List<Event> events = new ArrayList<>();
     for (dev.contextengine.v1.Event event : page.getEventsList()) {
       if (!event.getActions().hasCompaction()) {
         return null;
       }
-      events.add(AdkConvert.eventFromProto(event));
     }
-    return Map.entry(events, page.getEvents(page.getEventsCount() - 1).getSequence());
+    return page.getEvents(page.getEventsCount() - 1).getSequence();
   }
 
   private Session remember(dev.contextengine.v1.Session message) {
-    Session session = AdkConvert.sessionFromProto(message);
+    Session session = AdkConvert.sessionFromProto(RunnerView.of(message));
     seen.put(session, message.getLastSequence());
     return session;
   }

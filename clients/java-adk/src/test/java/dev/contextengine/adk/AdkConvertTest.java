@@ -149,6 +149,32 @@ class AdkConvertTest {
   }
 
   @Test
+  void nullsInArgumentsAndResponsesAreStored() {
+    Map<String, Object> args = new LinkedHashMap<>();
+    args.put("city", null);
+    Map<String, Object> nested = new LinkedHashMap<>();
+    nested.put("k", 1);
+    nested.put("gone", null);
+    Map<String, Object> response = new LinkedHashMap<>();
+    response.put("result", null);
+    response.put("nested", nested);
+    Event event = Event.builder().id("e-n").author("root").timestamp(1000L)
+        .content(Content.builder().role("model").parts(List.of(
+            Part.builder().functionCall(FunctionCall.builder().id("c").name("f").args(args).build()).build(),
+            Part.builder().functionResponse(FunctionResponse.builder().id("c").name("f").response(response).build()).build()))
+            .build())
+        .build();
+    dev.contextengine.v1.Content content = AdkConvert.eventToProto(event).getContent();
+    // ADK's own mapper would write {} and {"nested": {"k": 1}}: google-adk keeps the None
+    assertEquals(Value.KindCase.NULL_VALUE,
+        content.getParts(0).getFunctionCall().getArgs().getFieldsOrThrow("city").getKindCase());
+    Struct stored = content.getParts(1).getFunctionResponse().getResponse();
+    assertEquals(Value.KindCase.NULL_VALUE, stored.getFieldsOrThrow("result").getKindCase());
+    assertEquals(Value.KindCase.NULL_VALUE,
+        stored.getFieldsOrThrow("nested").getStructValue().getFieldsOrThrow("gone").getKindCase());
+  }
+
+  @Test
   void deletedArtifactIdsAreRefusedNotDropped() {
     Event event = Event.builder().id("e-2").author("user").timestamp(1000L).build();
     event.actions().setDeletedArtifactIds(Set.of("a.txt"));

@@ -80,8 +80,8 @@ public final class Driver {
     return Map.of("weather", "sunny in " + city);
   }
 
-  /** convert(amount) -> {"usd": amount * 2}, an integer. */
-  public static Map<String, Object> convert(@Schema(name = "amount") int amount) {
+  /** convert(amount) -> {"usd": amount * 2}, a number. */
+  public static Map<String, Object> convert(@Schema(name = "amount") double amount) {
     return Map.of("usd", amount * 2);
   }
 
@@ -328,6 +328,30 @@ public final class Driver {
     }
   }
 
+  /**
+   * The runs the command line asks for: (conversation, app, report) of one conversation, or of
+   * every {@code *.json} of a directory, each on app {@code APP-<name>} with its report {@code
+   * <name>.jsonl} in the {@code --out} directory.
+   */
+  static List<String[]> jobs(Map<String, String> args) throws java.io.IOException {
+    Path source = Path.of(args.get("conversation"));
+    if (!Files.isDirectory(source)) {
+      return List.<String[]>of(new String[] {source.toString(), args.get("app"), args.get("out")});
+    }
+    List<String[]> out = new ArrayList<>();
+    try (var files = Files.list(source)) {
+      for (Path path : files.filter(p -> p.toString().endsWith(".json")).sorted().toList()) {
+        String name = path.getFileName().toString().replaceFirst("\\.json$", "");
+        out.add(
+            new String[] {
+              path.toString(), args.get("app") + "-" + name,
+              Path.of(args.get("out")).resolve(name + ".jsonl").toString()
+            });
+      }
+    }
+    return out;
+  }
+
   /** The command line (see the class documentation). */
   public static void main(String[] argv) throws Exception {
     Map<String, String> args = new HashMap<>();
@@ -340,27 +364,43 @@ public final class Driver {
     for (String required : List.of("target", "conversation", "app", "user", "session", "out")) {
       if (!args.containsKey(required)) {
         System.err.println(
-            "usage: Driver --target HOST:PORT --conversation FILE --app APP --user USER "
-                + "--session SESSION --out REPORT.jsonl (missing --" + required + ")");
+            "usage: Driver --target HOST:PORT --conversation FILE|DIR --app APP --user USER "
+                + "--session SESSION --out REPORT.jsonl|DIR (missing --" + required + ")");
         System.exit(2);
       }
     }
-    JsonNode conversation = JSON.readTree(Files.readString(Path.of(args.get("conversation"))));
     int status = 0;
     try (ContextEngineClient client =
-            ContextEngineClient.builder().target(args.get("target")).timeout(Duration.ofSeconds(30)).build();
-        BufferedWriter out = Files.newBufferedWriter(Path.of(args.get("out")), StandardCharsets.UTF_8)) {
-      new Driver(client, args.get("app"), args.get("user"), args.get("session"), out).run(conversation);
-    } catch (DriverFailure e) {
-      System.err.println("java driver: " + e.getMessage());
-      status = 1;
-    } catch (RuntimeException e) {
-      Throwable cause = e;
-      while (cause.getCause() != null && !(cause instanceof DriverFailure)) {
-        cause = cause.getCause();
+        ContextEngineClient.builder().target(args.get("target")).timeout(Duration.ofSeconds(30)).build()) {
+      for (String[] job : jobs(args)) {
+        JsonNode conversation = JSON.readTree(Files.readString(Path.of(job[0])));
+        Path report = Path.of(job[2]);
+        if (report.getParent() != null) {
+          Files.createDirectories(report.getParent());
+        }
+        try (BufferedWriter out = Files.newBufferedWriter(report, StandardCharsets.UTF_8)) {
+          Driver driver = new Driver(client, job[1], args.get("user"), args.get("session"), out);
+          String failure = null;
+          try {
+            driver.run(conversation);
+          } catch (DriverFailure e) {
+            failure = e.getMessage();
+          } catch (RuntimeException e) {
+            Throwable cause = e;
+            while (cause.getCause() != null && !(cause instanceof DriverFailure)) {
+              cause = cause.getCause();
+            }
+            failure = cause.toString();
+          }
+          if (failure != null) {
+            ObjectNode line = JSON.createObjectNode();
+            line.put("kind", "failed").put("message", failure);
+            driver.write(line);
+            System.err.println("java driver: " + Path.of(job[0]).getFileName() + ": " + failure);
+            status = 1;
+          }
+        }
       }
-      System.err.println("java driver: " + cause);
-      status = 1;
     }
     System.exit(status);
   }
