@@ -49,8 +49,48 @@ export function secondsToMs(seconds: number): number {
   return Math.abs(ms - whole) < 1e-3 ? whole : ms;
 }
 
-function plain(value: unknown): JsonValue {
-  return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+/**
+ * `value` as plain JSON data: what `JSON.parse(JSON.stringify(value))` gives (`undefined`,
+ * functions and symbols left out of objects and `null` in arrays, `toJSON` honoured, non-finite
+ * numbers `null`), except that a negative zero stays `-0` (JSON text has no `-0` for
+ * `JSON.stringify`, and the engine, as google-adk, keeps the `-0.0` a model sent).
+ */
+export function plain(value: unknown): JsonValue {
+  return plainValue(value ?? null) ?? null;
+}
+
+function plainValue(value: unknown): JsonValue | undefined {
+  if (value === null) {
+    return null;
+  }
+  switch (typeof value) {
+    case "number":
+      return Number.isFinite(value) ? value : null;
+    case "string":
+    case "boolean":
+      return value;
+    case "bigint":
+      throw new TypeError("Do not know how to serialize a BigInt");
+    case "object": {
+      const withJson = value as { toJSON?: () => unknown };
+      if (typeof withJson.toJSON === "function") {
+        return plainValue(withJson.toJSON());
+      }
+      if (Array.isArray(value)) {
+        return value.map((item) => plainValue(item) ?? null);
+      }
+      const out: JsonObject = {};
+      for (const [key, item] of Object.entries(value)) {
+        const converted = plainValue(item);
+        if (converted !== undefined) {
+          out[key] = converted;
+        }
+      }
+      return out;
+    }
+    default:
+      return undefined;
+  }
 }
 
 function isObject(value: JsonValue | undefined): value is JsonObject {

@@ -11,7 +11,7 @@
  */
 import type { Session as SessionMessage } from "@contextengine/client";
 import type { Event } from "@google/adk";
-import { eventFromProto } from "./convert.js";
+import { eventFromProto, plain } from "./convert.js";
 
 /** Sessions kept (each with all its events). */
 export const MAX_SESSIONS = 16;
@@ -34,10 +34,11 @@ function id(key: Key): string {
 
 /**
  * A copy of an event that shares nothing with it. The cached events came from JSON (the proto's
- * JSON form), so a JSON round trip copies them exactly; ADK's brand symbol is carried over.
+ * JSON form), so a plain-JSON copy is exact (negative zeros kept); ADK's brand symbol is carried
+ * over.
  */
 function copy(event: Event): Event {
-  const out = JSON.parse(JSON.stringify(event)) as Event;
+  const out = plain(event) as unknown as Event;
   for (const symbol of Object.getOwnPropertySymbols(event)) {
     Object.defineProperty(out, symbol, {
       value: (event as unknown as Record<symbol, unknown>)[symbol],

@@ -41,6 +41,7 @@ import {
 } from "@contextengine/client";
 import {
   BasePlugin,
+  type BaseTool,
   type Context,
   Gemini,
   type InvocationContext,
@@ -50,12 +51,17 @@ import {
 } from "@google/adk";
 import type { Content, ContentUnion, Part } from "@google/genai";
 import { Connection, type ConnectionInit } from "./connection.js";
-import { contentFromProto, contentToProto } from "./convert.js";
+import { contentFromProto, contentToProto, plain } from "./convert.js";
+import { InvocationAliases } from "./invocation_aliases.js";
+import { callerOf } from "./runner_view.js";
 
 const INCLUDE_CONTENTS_DEFAULT = 1;
 const INCLUDE_CONTENTS_NONE = 2;
 const MODEL_PROVIDER_GEMINI = 1;
 const MODEL_PROVIDER_OTHER = 5;
+
+/** ADK's own tool that hands the conversation to another agent. */
+const TRANSFER_TOOL = "transfer_to_agent";
 
 /** The context views a plugin keeps by default (one per session and agent view). */
 export const MAX_CONTEXT_VIEWS = 16;
@@ -66,10 +72,6 @@ interface AgentView {
   includeContents?: "default" | "none";
   tools?: unknown[];
   canonicalModel?: { model: string; maybeAppendUserContent(request: LlmRequest): void };
-}
-
-function plain(value: unknown): JsonValue {
-  return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
 }
 
 /** A request's system instruction (string, Part, Content or a list of them) as one Content. */
@@ -122,6 +124,8 @@ export class ContextEnginePlugin extends BasePlugin {
   /** (session, agent view) -> its "contents since" view; least recently used first. */
   private readonly views = new Map<string, ContextView>();
   private readonly maxViews: number;
+  /** Runs that continue a long-running call's invocation (shared with the session service). */
+  private readonly aliases: InvocationAliases;
 
   /**
    * `{connection: sessions.connection}` (shared) or `{target: "host:port"}`. `contextViews`: how
@@ -136,6 +140,7 @@ export class ContextEnginePlugin extends BasePlugin {
     }
     this.maxViews = maxViews;
     this.connection = Connection.of(init);
+    this.aliases = InvocationAliases.of(this.connection.client);
   }
 
   private get client(): ContextEngineClient {
@@ -145,6 +150,44 @@ export class ContextEnginePlugin extends BasePlugin {
   /** Closes the client if this plugin made it. */
   close(): void {
     this.connection.release();
+  }
+
+  /**
+   * A message answering a function call goes to the agent that made the call, as in google-adk
+   * and ADK Java (ADK TypeScript routes it so only in resumable apps; otherwise the agent that
+   * spoke last would get an answer to a call it never made).
+   */
+  override async beforeRunCallback({
+    invocationContext,
+  }: {
+    invocationContext: InvocationContext;
+  }): Promise<Content | undefined> {
+    const caller = callerOf(invocationContext.session.events);
+    const agent = invocationContext.agent;
+    if (caller !== undefined && agent !== undefined && agent.name !== caller) {
+      const found = agent.rootAgent.findAgent(caller);
+      if (found !== undefined) {
+        invocationContext.agent = found;
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * ADK's `transfer_to_agent` answers with bookkeeping that differs by port: google-adk records
+   * `{result: null}`, ADK TypeScript `{result: "Transfer queued"}`. The engine's log, and with
+   * it the sizes its compaction weighs, must be google-adk's: the answer is recorded as
+   * google-adk's (the transfer itself, `actions.transferToAgent`, is unchanged).
+   */
+  override async afterToolCallback({
+    tool,
+  }: {
+    tool: BaseTool;
+    toolArgs: Record<string, unknown>;
+    toolContext: Context;
+    result: Record<string, unknown>;
+  }): Promise<Record<string, unknown> | undefined> {
+    return tool.name === TRANSFER_TOOL ? { result: null } : undefined;
   }
 
   override async beforeModelCallback({
@@ -200,7 +243,7 @@ export class ContextEnginePlugin extends BasePlugin {
         provider: model instanceof Gemini ? MODEL_PROVIDER_GEMINI : MODEL_PROVIDER_OTHER,
         model: llmRequest.model || model?.model || "",
       },
-      invocationId: ic.invocationId,
+      invocationId: this.aliases.stored(ic.session, ic.invocationId),
       ...(ic.branch !== undefined ? { branch: ic.branch } : {}),
       ...(ic.isolationScope !== undefined ? { isolationScope: ic.isolationScope } : {}),
       ...(ic.userContent !== undefined ? { userContent: contentToProto(ic.userContent) } : {}),
@@ -291,7 +334,7 @@ export class ContextEnginePlugin extends BasePlugin {
         appName: session.appName,
         userId: session.userId,
         sessionId: session.id,
-        invocationId: invocationContext.invocationId,
+        invocationId: this.aliases.stored(session, invocationContext.invocationId),
       }),
     );
   }

@@ -7,7 +7,10 @@
  *   app and user state, `temp:` keys are dropped); an id is made with `crypto.randomUUID()` when
  *   none is given; an id in use throws {@link SessionAlreadyExistsError} (ADK's in-memory service
  *   silently replaces the session; its database service throws as here).
- * - `getSession`: `undefined` for a missing (or deleted) session. `config.numRecentEvents` keeps
+ * - `getSession`: `undefined` for a missing (or deleted) session. The events are the session as
+ *   ADK TypeScript's `Runner` must see it to act as google-adk 2.13 does: rewinds applied (the
+ *   events a rewind took away and the rewind events are left out, see `runner_view.ts`);
+ *   `client.listEvents` returns the log as stored. `config.numRecentEvents` keeps
  *   the last N events, and **`0` (like `undefined`) means no limit**, as ADK TypeScript's
  *   services treat it (a falsy check; ADK Python returns no events for 0).
  *   `config.afterTimestamp` (milliseconds) keeps events with `timestamp >= afterTimestamp`; `0`
@@ -26,7 +29,9 @@
  *   since this session object was read (the append is conditional on the engine's last sequence
  *   the object has seen). Summaries the engine's own compaction appended meanwhile do not make
  *   the object stale: they are added to `session.events` and the append retried. Appending the
- *   same event again (same id) is an idempotent replay.
+ *   same event again (same id) is an idempotent replay. A message answering long-running calls
+ *   resumes the calls' invocation, as google-adk's `Runner` does: its run's events are stored
+ *   (and yielded) with that invocation id (`invocation_aliases.ts`).
  * - `getUserState`: the user's state without the `user:` prefix (ADK Python's `get_user_state`).
  *
  * A sidecar that cannot be reached fails the call with the client's `ContextEngineError`
@@ -58,6 +63,8 @@ import {
 } from "./convert.js";
 import { SessionAlreadyExistsError, SessionNotFoundError, StaleSessionError } from "./errors.js";
 import { EventCache } from "./event_cache.js";
+import { InvocationAliases } from "./invocation_aliases.js";
+import { liveEvents } from "./runner_view.js";
 
 const LIST_PAGE = 1000;
 const ORDER_LAST_UPDATE_ASC = 1;
@@ -95,11 +102,14 @@ export class ContextEngineSessionService extends BaseSessionService {
   readonly connection: Connection;
   /** The converted events of recently read sessions (see {@link EventCache}). */
   private readonly events = new EventCache();
+  /** Runs that continue a long-running call's invocation (shared with the client's plugin). */
+  private readonly aliases: InvocationAliases;
 
   /** `{target: "host:port"}` (a client made and closed here) or `{connection}` (shared). */
   constructor(init: ConnectionInit) {
     super();
     this.connection = Connection.of(init);
+    this.aliases = InvocationAliases.of(this.connection.client);
   }
 
   /** The client calls go through. */
@@ -147,7 +157,9 @@ export class ContextEngineSessionService extends BaseSessionService {
       });
       const message = required(response.session);
       if (filtered) {
-        return fromEngine(message);
+        const session = fromEngine(message);
+        session.events = liveEvents(session.events);
+        return session;
       }
       if (cached !== undefined && cached.createTime !== message.createTime) {
         this.events.delete(key); // deleted and made again meanwhile: read it whole
@@ -155,7 +167,7 @@ export class ContextEngineSessionService extends BaseSessionService {
       }
       const events = this.events.update(key, message, cached);
       const session = fromEngine({ ...message, events: [] });
-      session.events = events;
+      session.events = liveEvents(events);
       return session;
     } catch (err) {
       if (isReason(err, "SESSION_NOT_FOUND") || noSuchId(err)) {
@@ -221,6 +233,7 @@ export class ContextEngineSessionService extends BaseSessionService {
         delete event.actions.stateDelta[key];
       }
     }
+    this.aliases.apply(session, event);
     const message = eventToProto(event);
     let expected = lastSequences.get(session);
     const summaries: Event[] = [];
