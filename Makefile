@@ -117,7 +117,8 @@ lint: $(DEV_STAMP)
 	$(BIN)/mypy --python-version 3.10 -p contextengine.adk
 	$(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py
 	$(BIN)/mypy clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py scripts/with_server.py \
-	  clients/conformance/adk/python_driver.py clients/conformance/adk/compare.py
+	  clients/conformance/adk/python_driver.py clients/conformance/adk/compare.py \
+	  clients/conformance/adk/generate.py clients/conformance/adk/generated.py
 	$(BIN)/mypy examples/python
 	$(BIN)/mypy examples/adk_python
 
@@ -268,14 +269,27 @@ ADK_PARITY_TYPESCRIPT = 'cd $(TS_ADK_DIR) && node_modules/.bin/tsx parity/driver
 ADK_PARITY_JAVA = 'cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.parity.Driver $(ADK_PARITY_ARGS) --app adk-parity-java --out $(ADK_PARITY)/java.jsonl'
 ADK_PARITY_COMPARE = '$(CURDIR)/$(BIN)/python clients/conformance/adk/compare.py --target $$CONTEXTENGINE_TARGET --require python,java,typescript $(ADK_PARITY)/python.jsonl $(ADK_PARITY)/java.jsonl $(ADK_PARITY)/typescript.jsonl'
 
-## The cross-language ADK parity run (reports in build/adk-parity/); part of test-clients.
+# Generated conversations (clients/conformance/adk/generate.py) through the three ports, judged
+# call by call against google-adk and against each other: a handful in `make test`.
+ADK_GENERATED := $(CURDIR)/build/adk-generated
+SEEDS ?= 1-300
+ADK_GENERATED_RUN = '$(CURDIR)/$(BIN)/python clients/conformance/adk/generated.py --target $$CONTEXTENGINE_TARGET --work $(ADK_GENERATED) --seeds'
+
+## The cross-language ADK parity run: the scripted conversation and 6 generated ones through
+## google-adk, ADK Java and ADK TypeScript on one sidecar (reports in build/adk-parity/ and
+## build/adk-generated/); part of test-clients.
 adk-parity: $(DEV_STAMP) ts-gen ts-adk-deps java-adk-build
 	rm -rf $(ADK_PARITY) && mkdir -p $(ADK_PARITY)
 	$(BIN)/python scripts/with_server.py $(ADK_PARITY_PYTHON) $(ADK_PARITY_JAVA) $(ADK_PARITY_TYPESCRIPT) \
-	  $(ADK_PARITY_COMPARE)
+	  $(ADK_PARITY_COMPARE) $(ADK_GENERATED_RUN)' 1-6'
+
+## As many generated conversations as asked through the three ports (not in `make test`):
+## make adk-parity-generated SEEDS=1-300 (about a second a conversation on 2 cores).
+adk-parity-generated: $(DEV_STAMP) ts-gen ts-adk-deps java-adk-build
+	$(BIN)/python scripts/with_server.py $(ADK_GENERATED_RUN)' $(SEEDS)'
 
 test-clients: adk-parity
-.PHONY: adk-parity
+.PHONY: adk-parity adk-parity-generated
 
 # --- deployment -------------------------------------------------------------------------------
 

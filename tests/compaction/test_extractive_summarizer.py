@@ -138,7 +138,8 @@ async def test_credential_events_and_thoughts_are_left_out() -> None:
         _event("root", _text("The secret plan is Project Zeta 42.", thought=True)),
     ]
     text = await _summary(events)
-    assert "s3cret" not in text and "Zeta" not in text
+    assert "s3cret" not in text
+    assert "Zeta" not in text
     assert text == "Earlier turns: 3 events (1 from the user, 2 from agents)."
 
 

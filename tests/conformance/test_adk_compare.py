@@ -307,6 +307,24 @@ def test_a_required_port_without_a_report_fails(
     assert "no report of the required port 'typescript'" in out
 
 
+async def _copied_run(
+    client: ContextEngineClient, app: str, edit: Callable[[list[event_pb2.Event]], object]
+) -> list[event_pb2.Event]:
+    """The 'java' run's log (summaries and rewind included) as a new session of ``app``, after
+    ``edit``; returns the log as read."""
+    events = [e async for e in client.list_events("adk-parity-java", USER, SESSION)]
+    await client.create_session(app, USER, SESSION)
+    copied = []
+    for event in events:
+        clone = event_pb2.Event()
+        clone.CopyFrom(event)
+        clone.sequence = 0
+        copied.append(clone)
+    edit(copied)
+    await client.append_events(app, USER, SESSION, copied)
+    return events
+
+
 async def test_a_changed_log_fails(
     runs: Runs, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -315,15 +333,8 @@ async def test_a_changed_log_fails(
     lines = runs.lines(runs.java)
     app = "adk-parity-changed"
     lines[-1]["app"] = app
-    async with ContextEngineClient(runs.target) as client:
-        events = [e async for e in client.list_events("adk-parity-java", USER, SESSION)]
-        await client.create_session(app, USER, SESSION)
-        copied = []
-        for event in events:  # the run's log, summaries and rewind included
-            clone = event_pb2.Event()
-            clone.CopyFrom(event)
-            clone.sequence = 0
-            copied.append(clone)
+
+    def one_more(events: list[event_pb2.Event]) -> None:
         extra = event_pb2.Event(
             id="extra",
             invocation_id="extra-invocation",
@@ -333,7 +344,10 @@ async def test_a_changed_log_fails(
         extra.content.CopyFrom(
             content_pb2.Content(role="user", parts=[content_pb2.Part(text="one more")])
         )
-        await client.append_events(app, USER, SESSION, [*copied, extra])
+        events.append(extra)
+
+    async with ContextEngineClient(runs.target) as client:
+        await _copied_run(client, app, one_more)
     path = tmp_path / "changed.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
     # compare.py runs its own event loop
@@ -343,6 +357,94 @@ async def test_a_changed_log_fails(
     assert found is not None, out
     assert int(found[1]) == int(found[2]) + 1
     assert "turn " not in out.split("session log")[0]  # every request still ADK's
+
+
+async def test_a_summary_elsewhere_fails(
+    runs: Runs, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A port whose compaction landed elsewhere (one summary fewer): its requests may each be
+    ADK's for its own log, but summaries are part of the log comparison, and its requests are
+    compared with the Python run's call by call."""
+    lines = runs.lines(runs.java)
+    app = "adk-parity-summary-elsewhere"
+    lines[-1]["app"] = app
+
+    def is_summary(event: event_pb2.Event) -> bool:
+        return event.HasField("actions") and event.actions.HasField("compaction")
+
+    async with ContextEngineClient(runs.target) as client:
+        events = await _copied_run(
+            client, app, lambda log: log.remove(next(filter(is_summary, log)))
+        )
+    first = next(i for i, e in enumerate(events) if is_summary(e))
+    path = tmp_path / "elsewhere.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
+    status, out = await asyncio.to_thread(run_compare, capsys, runs.target, runs.python, path)
+    assert status == 1
+    assert f"[java] session log event {first} differs from the python run's" in out
+    assert "[java] session log has" in out
+
+
+def test_requests_are_compared_across_ports() -> None:
+    """Each port's call against the Python run's same call: agent, place in the log, contents
+    (the port's tolerances applied to both)."""
+    python = compare.Report(Path("python.jsonl"), port="python")
+    java = compare.Report(Path("java.jsonl"), port="java")
+    content = {"role": "user", "parts": [{"text": "hi"}]}
+    python.calls = [
+        {"turn": "t1", "index": 0, "agent": "root", "last_sequence": 1, "contents": [content]}
+    ]
+    java.calls = [dict(python.calls[0])]
+    assert compare.check_requests(java, python, "") == []
+    java.calls = [dict(python.calls[0], agent="helper", last_sequence=2)]
+    assert compare.check_requests(java, python, "") == [
+        "[java] turn t1 call 0: agent 'helper', the python run's 'root'",
+        "[java] turn t1 call 0: last_sequence 2, the python run's 1",
+    ]
+    java.calls = [dict(python.calls[0], contents=[content, content])]
+    [problem] = compare.check_requests(java, python, "")
+    assert problem.startswith(
+        "[java] turn t1 call 0: the request differs from the python run's from content 1 on "
+        "(2 vs 1 contents)"
+    )
+    java.calls = [dict(python.calls[0], turn="t9")]
+    assert compare.check_requests(java, python, "") == [
+        "[java] turn t9 call 0: the python run has no such call"
+    ]
+
+
+def test_the_tolerances_apply_inside_requests() -> None:
+    """TypeScript's transfer parameter (also where another agent's transfer is quoted) and the
+    null values genai for Java leaves out of payloads; nothing else."""
+    quoted = (
+        "[root] called tool `transfer_to_agent` with parameters:\n"
+        "<<<BEGIN_QUOTED_AGENT_CONTENT>>>\n{'agentName': 'helper'}\n<<<END_QUOTED_AGENT_CONTENT>>>"
+    )
+    typescript = [
+        {
+            "role": "model",
+            "parts": [{"functionCall": {"name": "transfer_to_agent", "args": {"agentName": "h"}}}],
+        },
+        {"role": "user", "parts": [{"text": quoted}]},
+    ]
+    [call, text] = compare.comparable_contents(typescript, "typescript")
+    assert call["parts"][0]["function_call"]["args"] == {"agent_name": "h"}
+    assert "{'agent_name': 'helper'}" in text["parts"][0]["text"]
+    assert compare.comparable_contents(typescript, "java")[0]["parts"][0]["function_call"][
+        "args"
+    ] == {"agentName": "h"}
+    response = [
+        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"a": None}}}]}
+    ]
+    assert (
+        compare.comparable_contents(response, "java")[0]["parts"][0]["function_response"][
+            "response"
+        ]
+        == {}
+    )
+    assert compare.comparable_contents(response, "typescript")[0]["parts"][0]["function_response"][
+        "response"
+    ] == {"a": None}
 
 
 def test_a_port_that_ran_otherwise_fails_on_its_log(
@@ -397,7 +499,17 @@ def test_the_driver_fails_on_an_answer_left_over(runs: Runs, tmp_path: Path) -> 
     done = _driver(runs.target, "adk-parity-long", tmp_path / "r.jsonl", _scripted(tmp_path, long))
     assert done.returncode == 1
     assert "turn t1: 1 answer(s) left over" in done.stderr
-    assert '"kind": "done"' not in (tmp_path / "r.jsonl").read_text("utf-8")
+    report = (tmp_path / "r.jsonl").read_text("utf-8")
+    assert '"kind": "done"' not in report
+    assert json.loads(report.splitlines()[-1]) == {
+        "kind": "failed",
+        "message": "turn t1: 1 answer(s) left over",
+    }
+    # the comparator says why
+    problems = compare.compare(
+        runs.target, [tmp_path / "r.jsonl"], [], json.loads(CONVERSATION.read_text("utf-8"))
+    )
+    assert f"{tmp_path / 'r.jsonl'}: the driver failed: turn t1: 1 answer(s) left over" in problems
 
 
 # ---- normalizing -----------------------------------------------------------------------------

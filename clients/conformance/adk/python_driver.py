@@ -26,7 +26,7 @@ import warnings
 from collections import deque
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.llm_agent import LlmAgent
@@ -69,7 +69,7 @@ def lookup(city: str) -> dict[str, Any]:
     return {"weather": "sunny in " + city}
 
 
-def convert(amount: int) -> dict[str, Any]:
+def convert(amount: float) -> dict[str, Any]:
     """Converts an amount of euros to dollars."""
     return {"usd": amount * 2}
 
@@ -118,21 +118,28 @@ class Calls:
         return page.last_sequence
 
 
+class AgentHolder(Protocol):
+    """Whatever wants to know the agent of the model call about to happen."""
+
+    agent: str
+
+
 class AgentRecorder(BasePlugin):
     """Remembers which agent makes the model call about to happen (the model does not see it)."""
 
-    def __init__(self, calls: Calls) -> None:
-        super().__init__("parity-agent-recorder")
-        self._calls = calls
+    def __init__(self, holder: AgentHolder, name: str = "parity-agent-recorder") -> None:
+        super().__init__(name)
+        self._holder = holder
 
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
-        self._calls.agent = callback_context.agent_name
+        self._holder.agent = callback_context.agent_name
         return None
 
 
-def _answer(answer: dict[str, Any]) -> types.Content:
+def answer_content(answer: dict[str, Any]) -> types.Content:
+    """A scripted answer (``{"text"}`` or ``{"calls"}``) as the model's content."""
     if "text" in answer:
         return types.Content(role="model", parts=[types.Part(text=answer["text"])])
     parts = [
@@ -181,7 +188,7 @@ class ScriptedModel(BaseLlm):
         self._report.model_calls += 1
         prompt_tokens = len(json.dumps(contents)) // 4
         yield LlmResponse(
-            content=_answer(answer),
+            content=answer_content(answer),
             usage_metadata=types.GenerateContentResponseUsageMetadata(
                 prompt_token_count=prompt_tokens,
                 candidates_token_count=5,
@@ -233,29 +240,29 @@ async def settle(calls: Calls) -> None:
         await asyncio.sleep(SETTLE_POLL_SECONDS)
 
 
-async def run(args: argparse.Namespace, conversation: dict[str, Any], report: Report) -> None:
+async def run(
+    args: argparse.Namespace, app: str, conversation: dict[str, Any], report: Report
+) -> None:
     config = json_format.ParseDict(conversation["engine_app_config"], config_pb2.AppConfig())
-    config.app_name = args.app
+    config.app_name = app
     backend = sidecar_backend(args.target)
     async with ContextEngineClient(args.target) as client:
         await client.update_app_config(config)
-        calls = Calls(client, args.app, args.user, args.session)
+        calls = Calls(client, app, args.user, args.session)
         model = ScriptedModel().bind(calls, report)
         sessions = ContextEngineSessionService(backend=backend)
-        app = App(
-            name=args.app,
+        adk_app = App(
+            name=app,
             root_agent=build_agents(conversation["agents"], model),
             plugins=[ContextEnginePlugin(backend=backend), AgentRecorder(calls)],
         )
         runner = Runner(
-            app=app,
+            app=adk_app,
             session_service=sessions,
             memory_service=ContextEngineMemoryService(backend=backend),
         )
         try:
-            await sessions.create_session(
-                app_name=args.app, user_id=args.user, session_id=args.session
-            )
+            await sessions.create_session(app_name=app, user_id=args.user, session_id=args.session)
             invocations: dict[str, str] = {}
             for turn in conversation["turns"]:
                 calls.turn, calls.index = turn["id"], 0
@@ -282,7 +289,7 @@ async def run(args: argparse.Namespace, conversation: dict[str, Any], report: Re
     report.write(
         {
             "kind": "done",
-            "app": args.app,
+            "app": app,
             "user": args.user,
             "session": args.session,
             "port": PORT,
@@ -294,12 +301,29 @@ async def run(args: argparse.Namespace, conversation: dict[str, Any], report: Re
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", required=True, help="the sidecar, HOST:PORT")
-    parser.add_argument("--conversation", required=True, help="conversation.json")
+    parser.add_argument(
+        "--conversation",
+        required=True,
+        help="conversation.json, or a directory: every *.json in it, each on app APP-<name>",
+    )
     parser.add_argument("--app", required=True)
     parser.add_argument("--user", required=True)
     parser.add_argument("--session", required=True)
-    parser.add_argument("--out", required=True, help="the report, JSON lines")
+    parser.add_argument(
+        "--out", required=True, help="the report, JSON lines (a directory with a directory)"
+    )
     return parser.parse_args(argv)
+
+
+def jobs(args: argparse.Namespace) -> list[tuple[Path, str, Path]]:
+    """(conversation, app, report) of every run: one, or one per ``*.json`` of a directory."""
+    source, out = Path(args.conversation), Path(args.out)
+    if not source.is_dir():
+        return [(source, args.app, out)]
+    return [
+        (path, f"{args.app}-{path.stem}", out / f"{path.stem}.jsonl")
+        for path in sorted(source.glob("*.json"))
+    ]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -307,15 +331,20 @@ def main(argv: Sequence[str]) -> int:
     logging.getLogger("google_adk").setLevel(logging.ERROR)
     # ADK warns about experimental features and a multi-agent app without a cache config
     warnings.filterwarnings("ignore", category=UserWarning)
-    conversation = json.loads(Path(args.conversation).read_text(encoding="utf-8"))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with Path(args.out).open("w", encoding="utf-8") as out:
-        try:
-            asyncio.run(run(args, conversation, Report(out)))
-        except DriverError as err:
-            print(f"python driver: {err}", file=sys.stderr)
-            return 1
-    return 0
+    status = 0
+    for source, app, path in jobs(args):
+        conversation = json.loads(source.read_text(encoding="utf-8"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as out:
+            report = Report(out)
+            try:
+                asyncio.run(run(args, app, conversation, report))
+            except Exception as err:
+                message = str(err) if isinstance(err, DriverError) else repr(err)
+                report.write({"kind": "failed", "message": message})
+                print(f"python driver: {source.name}: {message}", file=sys.stderr)
+                status = 1
+    return status
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@
  * Port notes: ADK TypeScript's `transfer_to_agent` takes `{agentName}` (Python's and Java's
  * `{agent_name}`), so a scripted transfer call's `agent_name` is sent as `agentName`.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { fromJson } from "@bufbuild/protobuf";
 import { AppConfigSchema, type ContextEngineClient } from "@contextengine/client";
@@ -63,7 +64,7 @@ function tools() {
   const convert = new FunctionTool({
     name: "convert",
     description: "Converts an amount to USD.",
-    parameters: objectSchema("amount", Type.INTEGER),
+    parameters: objectSchema("amount", Type.NUMBER),
     execute: (input) => ({ usd: (input as { amount: number }).amount * 2 }),
   });
   const startRefund = new LongRunningFunctionTool({
@@ -141,7 +142,32 @@ function userMessage(turn: Turn): Content {
   };
 }
 
-async function main(): Promise<void> {
+/** The arguments every run shares. */
+interface Common {
+  target: string;
+  user: string;
+  session: string;
+}
+
+/**
+ * The runs the command line asks for: (conversation, app, report) of one conversation, or of
+ * every `*.json` of a directory, each on app `APP-<name>` with its report `<name>.jsonl` in the
+ * `--out` directory.
+ */
+function jobs(path: string, app: string, out: string): [string, string, string][] {
+  if (!statSync(path).isDirectory()) {
+    return [[path, app, out]];
+  }
+  return readdirSync(path)
+    .filter((name) => name.endsWith(".json"))
+    .sort()
+    .map((name) => {
+      const stem = name.slice(0, -".json".length);
+      return [join(path, name), `${app}-${stem}`, join(out, `${stem}.jsonl`)];
+    });
+}
+
+async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
       target: { type: "string" },
@@ -156,15 +182,39 @@ async function main(): Promise<void> {
   const { target, conversation: path, app, user, session, out } = values;
   if (!target || !path || !app || !user || !session || !out) {
     throw new DriverFailure(
-      "usage: driver.ts --target HOST:PORT --conversation FILE --app APP --user USER " +
-        "--session SESSION --out REPORT.jsonl",
+      "usage: driver.ts --target HOST:PORT --conversation FILE|DIR --app APP --user USER " +
+        "--session SESSION --out REPORT.jsonl|DIR",
     );
   }
+  let status = 0;
+  for (const [source, jobApp, report] of jobs(path, app, out)) {
+    const lines: object[] = [];
+    try {
+      await run({ target, user, session }, source, jobApp, lines);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      lines.push({ kind: "failed", message });
+      process.stderr.write(`parity driver (typescript): ${basename(source)}: ${message}\n`);
+      status = 1;
+    } finally {
+      mkdirSync(dirname(report), { recursive: true });
+      writeFileSync(report, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+    }
+  }
+  return status;
+}
+
+/** Runs one conversation, pushing the report's lines onto `lines`. */
+async function run(
+  { target, user, session }: Common,
+  path: string,
+  app: string,
+  lines: object[],
+): Promise<void> {
   const conversation = JSON.parse(await readFile(path, "utf8")) as Conversation;
   const sessions = new ContextEngineSessionService({ target });
   const connection = sessions.connection;
   const client = sessions.client;
-  const lines: object[] = [];
   try {
     await client.updateAppConfig({
       config: fromJson(AppConfigSchema, { ...conversation.engine_app_config, appName: app }),
@@ -271,12 +321,16 @@ async function main(): Promise<void> {
       model_calls: calls,
     });
   } finally {
-    writeFileSync(out, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
     sessions.close();
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`parity driver (typescript): ${err instanceof Error ? err.message : err}\n`);
-  process.exit(1);
-});
+main().then(
+  (status) => process.exit(status),
+  (err: unknown) => {
+    process.stderr.write(
+      `parity driver (typescript): ${err instanceof Error ? err.message : err}\n`,
+    );
+    process.exit(1);
+  },
+);
