@@ -369,3 +369,13 @@ async def test_adk_template_gives_adk_prompt_byte_for_byte(fake: FakeGemini, mak
     assert adk_prompt is not None
     assert request.prompt_text().encode() == adk_prompt.encode()
     assert "[truncated 513 chars]" in adk_prompt  # the long call was cut, as ADK cuts it
+
+
+def test_the_client_stays_on_httpx_when_aiohttp_is_installed() -> None:
+    """google-genai switches to aiohttp whenever it can import it (litellm, installed for the
+    renderings' tests, brings it); the engine's client asks for httpx explicitly."""
+    import google.genai._api_client as api_client
+
+    assert api_client.has_aiohttp  # installed in the test environment
+    client = GeminiSettings(api_key=API_KEY, base_url="http://127.0.0.1:9").client(5.0)
+    assert not client._api_client._use_aiohttp()

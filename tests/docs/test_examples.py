@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from contextengine.client import ContextEngineClient
-from tests.faults.sidecar import SERVING, running_sidecar
+from tests.fakes.provider_server import FakeProviders, start_fake_providers
+from tests.faults.sidecar import SERVING, Sidecar, running_sidecar
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -31,6 +32,7 @@ SCRIPTS = {
     "Subscriptions": "subscriptions.py",
     "Compaction": "compaction.py",
     "Prompt caching": "prompt_caching.py",
+    "Renderings for OpenAI and Anthropic models": "renderings.py",
     "Memory": "memory.py",
     "In-process engine (no sidecar)": "in_process.py",
 }
@@ -65,8 +67,13 @@ def test_every_example_script_is_in_the_readme() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(SCRIPTS.values())
 
 
-def _run(script: str, target: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CONTEXTENGINE_TARGET": target}
+def _run(script: str, target: str, fake: FakeProviders) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "CONTEXTENGINE_TARGET": target,
+        "OPENAI_BASE_URL": fake.openai_base_url,
+        "ANTHROPIC_BASE_URL": fake.anthropic_base_url,
+    }
     return subprocess.run(
         [sys.executable, str(EXAMPLES / script)],
         capture_output=True,
@@ -81,18 +88,30 @@ def _run(script: str, target: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 async def test_the_examples_run_twice_against_one_sidecar(tmp_path: Path) -> None:
-    async with running_sidecar(tmp_path, tmp_path / "ce.db", "examples") as sidecar:
-        for round_ in (1, 2):
-            for script in SCRIPTS.values():
-                done = await asyncio.to_thread(_run, script, sidecar.target)
-                assert done.returncode == 0, (
-                    f"examples/python/{script}, run {round_}, exited {done.returncode}:\n"
-                    f"{done.stdout}\n{done.stderr}\n--- sidecar log ---\n{sidecar.log()[-4000:]}"
-                )
-                assert done.stdout.strip(), script  # each prints what it shows
-                sidecar.check_alive(f"after examples/python/{script}, run {round_}")
-        assert await sidecar.health() == SERVING
-        async with ContextEngineClient(sidecar.target, attempts=1) as client:
-            demo = [s async for s in client.list_sessions("demo", "dave")]
-        assert len(demo) == 2  # each run has its own session
-        assert sidecar.log().count("SubscribeEvents") >= 4  # the default level logs every RPC
+    with start_fake_providers() as fake:
+        async with running_sidecar(tmp_path, tmp_path / "ce.db", "examples") as sidecar:
+            await _run_twice(sidecar, fake)
+    # the renderings reached both providers (each body checked against the provider SDK's types)
+    assert {r.path for r in fake.requests} == {
+        "/v1/chat/completions",
+        "/v1/responses",
+        "/v1/messages",
+    }
+    assert len(fake.requests) == 6
+
+
+async def _run_twice(sidecar: Sidecar, fake: FakeProviders) -> None:
+    for round_ in (1, 2):
+        for script in SCRIPTS.values():
+            done = await asyncio.to_thread(_run, script, sidecar.target, fake)
+            assert done.returncode == 0, (
+                f"examples/python/{script}, run {round_}, exited {done.returncode}:\n"
+                f"{done.stdout}\n{done.stderr}\n--- sidecar log ---\n{sidecar.log()[-4000:]}"
+            )
+            assert done.stdout.strip(), script  # each prints what it shows
+            sidecar.check_alive(f"after examples/python/{script}, run {round_}")
+    assert await sidecar.health() == SERVING
+    async with ContextEngineClient(sidecar.target, attempts=1) as client:
+        demo = [s async for s in client.list_sessions("demo", "dave")]
+    assert len(demo) == 2  # each run has its own session
+    assert sidecar.log().count("SubscribeEvents") >= 4  # the default level logs every RPC

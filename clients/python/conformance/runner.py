@@ -188,6 +188,7 @@ RPCS: dict[str, Rpc] = {
             "invocation_id",
             "skip_compaction",
             "since",
+            "render",
         ),
         lambda c, r, _t: c.build_context(
             r.app_name,
@@ -208,6 +209,7 @@ RPCS: dict[str, Rpc] = {
             invocation_id=r.invocation_id,
             skip_compaction=r.skip_compaction,
             since=_opt(r, "since"),
+            render=_opt(r, "render"),
         ),
     ),
     "MemoryService/AddSessionToMemory": Rpc(

@@ -30,6 +30,7 @@ from contextengine.core.validate import (
     check_session_address,
 )
 from contextengine.engine._memory import preload_proto
+from contextengine.engine._rendering import check_render, rendered
 from contextengine.memory.service import MemoryService
 from contextengine.prompt_cache.request import PromptCacheInputs
 from contextengine.prompt_cache.service import Prepared, PromptCache, PromptCacheFields
@@ -39,7 +40,7 @@ from contextengine.runtime.resolver import ConfigResolver
 from contextengine.store import SessionKey
 from contextengine.v1 import content_pb2, context_service_pb2 as pb, memory_pb2
 
-__all__ = ["ContextBuilder", "ContextResult", "preserve_function_call_ids"]
+__all__ = ["ContextBuilder", "ContextResult", "model_of", "preserve_function_call_ids"]
 
 _KEEP_IDS = frozenset(
     {
@@ -56,6 +57,27 @@ _PROVIDERS = frozenset(pb.ModelProvider.values())
 #: a view's cache key: the session, the options without the user content (a protobuf message
 #: is not hashable), and the user content's bytes
 _ViewKey = tuple[SessionKey, ContextOptions, bytes]
+
+
+#: the model provider a rendering is for, when the request names none
+_RENDERED_PROVIDER = {
+    pb.RENDER_FORMAT_OPENAI_CHAT: pb.MODEL_PROVIDER_LITELLM,
+    pb.RENDER_FORMAT_OPENAI_RESPONSES: pb.MODEL_PROVIDER_OPENAI_RESPONSES,
+    pb.RENDER_FORMAT_ANTHROPIC_MESSAGES: pb.MODEL_PROVIDER_ANTHROPIC,
+}
+
+
+def model_of(request: pb.BuildContextRequest) -> pb.ModelIdentity:
+    """The request's model; with no provider named, a rendering's provider."""
+    if request.model.provider != pb.MODEL_PROVIDER_UNSPECIFIED:
+        return request.model
+    provider = _RENDERED_PROVIDER.get(request.render.format)
+    if provider is None:
+        return request.model
+    model = pb.ModelIdentity()
+    model.CopyFrom(request.model)
+    model.provider = provider
+    return model
 
 
 def preserve_function_call_ids(model: pb.ModelIdentity) -> bool:
@@ -163,6 +185,8 @@ def _check_options(request: pb.BuildContextRequest) -> None:
         )
     if request.HasField("since"):
         _check_since(request.since)
+    if request.HasField("render"):
+        check_render(request.render)
 
 
 #: longest ``since.contents_digest`` accepted (ours are 64 hex digits)
@@ -272,7 +296,7 @@ class ContextBuilder:
                 if request.include_contents == pb.INCLUDE_CONTENTS_NONE
                 else IncludeContents.DEFAULT
             ),
-            preserve_function_call_ids=preserve_function_call_ids(request.model),
+            preserve_function_call_ids=preserve_function_call_ids(model_of(request)),
             include_thoughts_from_other_agents=request.include_thoughts_from_other_agents,
             other_agent_preamble=preamble,
             user_content=user_content,
@@ -311,7 +335,8 @@ class ContextBuilder:
         # awaits the memory search or the cache service below: answer with what it holds now
         # (contents, body, offsets and digests only ever grow at their end).
         event_count, content_count, body_size = view.event_count, len(view.contents), len(view.body)
-        base = _since_base(request, view, content_count)
+        rendering = request.render.format != pb.RENDER_FORMAT_UNSPECIFIED
+        base = 0 if rendering else _since_base(request, view, content_count)
         tail = pb.BuildContextResponse(
             last_sequence=events[event_count - 1].sequence if event_count else 0,
             token_estimate=pb.TokenEstimate(tokens=view.total_tokens, counter=self._counter.name),
@@ -330,9 +355,14 @@ class ContextBuilder:
                 log.generation,
             )
             _set_cache_fields(tail, fields)
-        # Fields may come in any order: the cached encoded contents (those after the held ones),
-        # then the rest (one copy; none when the view's last answer was the same).
-        start, rest = view.offsets[base], tail.SerializeToString()
+        if rendering:
+            app = await self._resolver.app(request.app_name)
+            tail.rendered.CopyFrom(rendered(request, view.contents[:content_count], app))
+        # Fields may come in any order: the cached encoded contents (those after the held ones;
+        # none with a rendering), then the rest (one copy; none when the view's last answer was
+        # the same).
+        start = body_size if rendering else view.offsets[base]
+        rest = tail.SerializeToString()
         last = view.last_answer
         if last is not None and last[0] == start and last[1] == body_size and last[2] == rest:
             encoded = last[3]
@@ -343,7 +373,7 @@ class ContextBuilder:
             last = None
             encoded = b"".join((memoryview(view.body)[start:body_size], rest))
             view.last_answer = (start, body_size, rest, encoded)
-        return ContextResult(encoded, tail, content_count - base, base)
+        return ContextResult(encoded, tail, 0 if rendering else content_count - base, base)
 
     async def _prepare_caching(
         self, request: pb.BuildContextRequest, options: ContextOptions

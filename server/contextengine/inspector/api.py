@@ -29,7 +29,7 @@ from contextengine.core.errors import ContextEngineError, invalid
 from contextengine.core.prompt_cache import cacheable_count
 from contextengine.core.tokens import TokenCounter, default_counter
 from contextengine.core.validate import check_agent_name, check_branch, check_id
-from contextengine.engine import Engine, preserve_function_call_ids
+from contextengine.engine import Engine, model_of, preserve_function_call_ids
 from contextengine.store import SessionKey
 from contextengine.v1 import (
     content_pb2,
@@ -423,7 +423,7 @@ class InspectorApi:
             agent_name=request.agent_name,
             branch=request.branch if request.HasField("branch") else None,
             include_contents=IncludeContents.DEFAULT,
-            preserve_function_call_ids=preserve_function_call_ids(request.model),
+            preserve_function_call_ids=preserve_function_call_ids(model_of(request)),
             other_agent_preamble=await self._engine.resolver.preamble(key.app_name),
         )
         chosen = _sample(events, points)

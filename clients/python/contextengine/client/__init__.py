@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from contextengine.client._client import ContextEngineClient, context_request
 from contextengine.client._follower import ContextFollower
+from contextengine.client._rendered import request_part
 from contextengine.client._rpc_errors import RpcError
 
-__all__ = ["ContextEngineClient", "ContextFollower", "RpcError", "context_request"]
+__all__ = ["ContextEngineClient", "ContextFollower", "RpcError", "context_request", "request_part"]

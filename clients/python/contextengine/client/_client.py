@@ -30,6 +30,7 @@ import grpc
 from google.protobuf import struct_pb2
 
 from contextengine.client._follower import ContextFollower
+from contextengine.client._rendered import request_part
 from contextengine.client._resumable import FollowPolicy, follow
 from contextengine.client._rpc_errors import RpcError, to_rpc_error
 from contextengine.client._security import open_channel
@@ -415,6 +416,7 @@ class ContextEngineClient:
         invocation_id: str = "",
         skip_compaction: bool = False,
         since: cpb.ContextSince | None = None,
+        render: cpb.RenderRequest | None = None,
     ) -> cpb.BuildContextResponse:
         """The model contents for ``agent_name``'s next model call. ``preload_memory`` also
         recalls the user's memories for the current message (or ``memory_query``) into
@@ -426,7 +428,9 @@ class ContextEngineClient:
         contents held from an earlier answer) asks for only the contents after them when they
         are still the first ones: the raw answer is returned, ``base_contents_count`` says how
         many held ones come first (0: all are in ``contents``); :meth:`context_follower` holds
-        and reassembles them."""
+        and reassembles them. ``render`` asks for the context as another provider's request
+        part instead of ``contents`` (``rendered``; :meth:`render_context` gives it as the
+        provider's own request part)."""
         request = context_request(
             app_name,
             user_id,
@@ -446,8 +450,27 @@ class ContextEngineClient:
             invocation_id=invocation_id,
             skip_compaction=skip_compaction,
             since=since,
+            render=render,
         )
         return await self.send_build_context(request)
+
+    async def render_context(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        format: cpb.RenderFormat.ValueType,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """The context for the next model call as the provider's own request part (see
+        :func:`contextengine.client.request_part`): ``{"messages": [...]}`` for OpenAI Chat
+        Completions, ``{"input": [...], "instructions": ...}`` for the Responses API,
+        ``{"messages": [...], "system": ...}`` for Anthropic Messages; pass it to the provider's
+        SDK as keyword arguments. ``options`` are :meth:`build_context`'s."""
+        answer = await self.build_context(
+            app_name, user_id, session_id, render=cpb.RenderRequest(format=format), **options
+        )
+        return request_part(answer.rendered)
 
     async def send_build_context(
         self, request: cpb.BuildContextRequest
@@ -865,6 +888,7 @@ def context_request(
     invocation_id: str = "",
     skip_compaction: bool = False,
     since: cpb.ContextSince | None = None,
+    render: cpb.RenderRequest | None = None,
 ) -> cpb.BuildContextRequest:
     """The BuildContextRequest of :meth:`ContextEngineClient.build_context`'s arguments."""
     request = cpb.BuildContextRequest(
@@ -896,6 +920,8 @@ def context_request(
     request.skip_compaction = skip_compaction
     if since is not None:
         request.since.CopyFrom(since)
+    if render is not None:
+        request.render.CopyFrom(render)
     return request
 
 

@@ -58,6 +58,7 @@ class AppConfig(_message.Message):
     OTHER_AGENT_PREAMBLE_FIELD_NUMBER: _builtins.int
     SUMMARIZER_FIELD_NUMBER: _builtins.int
     MEMORY_FIELD_NUMBER: _builtins.int
+    RENDERING_FIELD_NUMBER: _builtins.int
     app_name: _builtins.str
     """The app this configuration belongs to."""
     update_time: _builtins.float
@@ -86,6 +87,12 @@ class AppConfig(_message.Message):
         MemoryConfig (no background ingestion, 10 results, the engine's preload text).
         """
 
+    @_builtins.property
+    def rendering(self) -> Global___RenderingConfig:
+        """The words of the turns a rendering for another provider adds (BuildContext `render`). Unset:
+        the engine's own words.
+        """
+
     def __init__(
         self,
         *,
@@ -96,16 +103,63 @@ class AppConfig(_message.Message):
         other_agent_preamble: _builtins.str | None = ...,
         summarizer: Global___SummarizerConfig | None = ...,
         memory: Global___MemoryConfig | None = ...,
+        rendering: Global___RenderingConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "summarizer", b"summarizer"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "rendering", b"rendering", "summarizer", b"summarizer"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "app_name", b"app_name", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "summarizer", b"summarizer", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "app_name", b"app_name", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "rendering", b"rendering", "summarizer", b"summarizer", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__other_agent_preamble: _TypeAlias = _typing.Literal["other_agent_preamble"]  # noqa: Y015
     _WhichOneofArgType__other_agent_preamble: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__other_agent_preamble) -> _WhichOneofReturnType__other_agent_preamble | None: ...
 
 Global___AppConfig: _TypeAlias = AppConfig  # noqa: Y015
+
+@_typing.final
+class RenderingConfig(_message.Message):
+    """The turns a rendering adds to the conversation, as google-adk's model classes add them before
+    they send (docs/design/renderings.md). Each unset field: the engine's own words. (google-adk
+    hard-codes its own texts; set these to them for byte-identical requests.)
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTINUE_TEXT_FIELD_NUMBER: _builtins.int
+    EMPTY_TEXT_FIELD_NUMBER: _builtins.int
+    MISSING_TOOL_RESULT_TEXT_FIELD_NUMBER: _builtins.int
+    continue_text: _builtins.str
+    """The user turn added after contents that end with the model's (OpenAI renderings)."""
+    empty_text: _builtins.str
+    """The user turn sent when there is nothing else to send, or added to a last user turn that
+    carries nothing.
+    """
+    missing_tool_result_text: _builtins.str
+    """The result sent for a function call whose result was never recorded (OpenAI renderings)."""
+    def __init__(
+        self,
+        *,
+        continue_text: _builtins.str | None = ...,
+        empty_text: _builtins.str | None = ...,
+        missing_tool_result_text: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_continue_text", b"_continue_text", "_empty_text", b"_empty_text", "_missing_tool_result_text", b"_missing_tool_result_text", "continue_text", b"continue_text", "empty_text", b"empty_text", "missing_tool_result_text", b"missing_tool_result_text"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_continue_text", b"_continue_text", "_empty_text", b"_empty_text", "_missing_tool_result_text", b"_missing_tool_result_text", "continue_text", b"continue_text", "empty_text", b"empty_text", "missing_tool_result_text", b"missing_tool_result_text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__continue_text: _TypeAlias = _typing.Literal["continue_text"]  # noqa: Y015
+    _WhichOneofArgType__continue_text: _TypeAlias = _typing.Literal["_continue_text", b"_continue_text"]  # noqa: Y015
+    _WhichOneofReturnType__empty_text: _TypeAlias = _typing.Literal["empty_text"]  # noqa: Y015
+    _WhichOneofArgType__empty_text: _TypeAlias = _typing.Literal["_empty_text", b"_empty_text"]  # noqa: Y015
+    _WhichOneofReturnType__missing_tool_result_text: _TypeAlias = _typing.Literal["missing_tool_result_text"]  # noqa: Y015
+    _WhichOneofArgType__missing_tool_result_text: _TypeAlias = _typing.Literal["_missing_tool_result_text", b"_missing_tool_result_text"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__continue_text) -> _WhichOneofReturnType__continue_text | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__empty_text) -> _WhichOneofReturnType__empty_text | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__missing_tool_result_text) -> _WhichOneofReturnType__missing_tool_result_text | None: ...
+
+Global___RenderingConfig: _TypeAlias = RenderingConfig  # noqa: Y015
 
 @_typing.final
 class SessionConfig(_message.Message):

@@ -98,6 +98,42 @@ MODEL_PROVIDER_OTHER: ModelProvider.ValueType  # 5
 """Any other model: "adk-" ids are stripped."""
 Global___ModelProvider: _TypeAlias = ModelProvider  # noqa: Y015
 
+class _RenderFormat:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _RenderFormatEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RenderFormat.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    RENDER_FORMAT_UNSPECIFIED: _RenderFormat.ValueType  # 0
+    """No rendering."""
+    RENDER_FORMAT_OPENAI_CHAT: _RenderFormat.ValueType  # 1
+    """OpenAI Chat Completions `messages` (the system message first), as google-adk 2.13's
+    `LiteLlm` sends them.
+    """
+    RENDER_FORMAT_OPENAI_RESPONSES: _RenderFormat.ValueType  # 2
+    """OpenAI Responses API `input` items; the system instruction is `instructions`."""
+    RENDER_FORMAT_ANTHROPIC_MESSAGES: _RenderFormat.ValueType  # 3
+    """Anthropic Messages `messages` and `system`, as google-adk 2.13's `Claude` sends them, with
+    prompt-cache breakpoints when the app has a context_cache_config.
+    """
+
+class RenderFormat(_RenderFormat, metaclass=_RenderFormatEnumTypeWrapper):
+    """A provider request shape a context can be rendered as (docs/design/renderings.md)."""
+
+RENDER_FORMAT_UNSPECIFIED: RenderFormat.ValueType  # 0
+"""No rendering."""
+RENDER_FORMAT_OPENAI_CHAT: RenderFormat.ValueType  # 1
+"""OpenAI Chat Completions `messages` (the system message first), as google-adk 2.13's
+`LiteLlm` sends them.
+"""
+RENDER_FORMAT_OPENAI_RESPONSES: RenderFormat.ValueType  # 2
+"""OpenAI Responses API `input` items; the system instruction is `instructions`."""
+RENDER_FORMAT_ANTHROPIC_MESSAGES: RenderFormat.ValueType  # 3
+"""Anthropic Messages `messages` and `system`, as google-adk 2.13's `Claude` sends them, with
+prompt-cache breakpoints when the app has a context_cache_config.
+"""
+Global___RenderFormat: _TypeAlias = RenderFormat  # noqa: Y015
+
 class _CacheAction:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -183,6 +219,7 @@ class BuildContextRequest(_message.Message):
     PRELOAD_MEMORY_FIELD_NUMBER: _builtins.int
     MEMORY_QUERY_FIELD_NUMBER: _builtins.int
     SINCE_FIELD_NUMBER: _builtins.int
+    RENDER_FIELD_NUMBER: _builtins.int
     SYSTEM_INSTRUCTION_FIELD_NUMBER: _builtins.int
     TOOLS_FIELD_NUMBER: _builtins.int
     TOOL_CONFIG_FIELD_NUMBER: _builtins.int
@@ -251,6 +288,14 @@ class BuildContextRequest(_message.Message):
         """
 
     @_builtins.property
+    def render(self) -> Global___RenderRequest:
+        """Render the context for another provider: the answer carries it in `rendered` (and
+        `contents` is then empty). Unset: the contents only. With `model.provider` unset, the
+        format's provider is the model's (call ids are kept, as google-adk keeps them for models
+        that pair calls and results by id).
+        """
+
+    @_builtins.property
     def system_instruction(self) -> _content_pb2.Content:
         """Prompt caching (used only when the app has a context_cache_config). What the model request
         holds besides the contents: the fingerprint covers them (and `model.model`), and a cache holds
@@ -288,14 +333,15 @@ class BuildContextRequest(_message.Message):
         preload_memory: _builtins.bool = ...,
         memory_query: _builtins.str | None = ...,
         since: Global___ContextSince | None = ...,
+        render: Global___RenderRequest | None = ...,
         system_instruction: _content_pb2.Content | None = ...,
         tools: _abc.Iterable[_struct_pb2.Struct] | None = ...,
         tool_config: _struct_pb2.Struct | None = ...,
         invocation_id: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "branch", b"branch", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "since", b"since", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "user_content", b"user_content"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "branch", b"branch", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "render", b"render", "since", b"since", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "user_content", b"user_content"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "agent_name", b"agent_name", "app_name", b"app_name", "branch", b"branch", "include_contents", b"include_contents", "include_thoughts_from_other_agents", b"include_thoughts_from_other_agents", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "preload_memory", b"preload_memory", "session_id", b"session_id", "since", b"since", "skip_compaction", b"skip_compaction", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "tools", b"tools", "user_content", b"user_content", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_branch", b"_branch", "_isolation_scope", b"_isolation_scope", "_memory_query", b"_memory_query", "agent_name", b"agent_name", "app_name", b"app_name", "branch", b"branch", "include_contents", b"include_contents", "include_thoughts_from_other_agents", b"include_thoughts_from_other_agents", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "memory_query", b"memory_query", "model", b"model", "preload_memory", b"preload_memory", "render", b"render", "session_id", b"session_id", "since", b"since", "skip_compaction", b"skip_compaction", "system_instruction", b"system_instruction", "tool_config", b"tool_config", "tools", b"tools", "user_content", b"user_content", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__branch: _TypeAlias = _typing.Literal["branch"]  # noqa: Y015
     _WhichOneofArgType__branch: _TypeAlias = _typing.Literal["_branch", b"_branch"]  # noqa: Y015
@@ -346,6 +392,141 @@ class ContextSince(_message.Message):
 Global___ContextSince: _TypeAlias = ContextSince  # noqa: Y015
 
 @_typing.final
+class RenderRequest(_message.Message):
+    """Which rendering to answer with."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMAT_FIELD_NUMBER: _builtins.int
+    SINCE_FIELD_NUMBER: _builtins.int
+    format: Global___RenderFormat.ValueType
+    """The shape. RENDER_FORMAT_UNSPECIFIED: no rendering."""
+    @_builtins.property
+    def since(self) -> Global___RenderedSince:
+        """Rendered items since: the caller still holds the items of an earlier answer of the same
+        format (reassembled, see `RenderedContext.base_items_count`). When they are still the first
+        items of this rendering, the answer carries only the items after them; otherwise all of
+        them. Unset: all of them.
+        """
+
+    def __init__(
+        self,
+        *,
+        format: Global___RenderFormat.ValueType = ...,
+        since: Global___RenderedSince | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["since", b"since"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["format", b"format", "since", b"since"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenderRequest: _TypeAlias = RenderRequest  # noqa: Y015
+
+@_typing.final
+class RenderedSince(_message.Message):
+    """What a caller holds of an earlier rendering: `items_count` items whose digest is
+    `items_digest`.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_COUNT_FIELD_NUMBER: _builtins.int
+    ITEMS_DIGEST_FIELD_NUMBER: _builtins.int
+    items_count: _builtins.int
+    """How many items the caller holds: the earlier answer's `base_items_count` plus the size of its
+    `items`. At least 0 (INVALID_ARGUMENT otherwise).
+    """
+    items_digest: _builtins.str
+    """The earlier answer's `items_digest`, as it was sent (at most 128 characters,
+    INVALID_ARGUMENT otherwise). A digest this sidecar does not recognise means a full answer.
+    """
+    def __init__(
+        self,
+        *,
+        items_count: _builtins.int = ...,
+        items_digest: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items_count", b"items_count", "items_digest", b"items_digest"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenderedSince: _TypeAlias = RenderedSince  # noqa: Y015
+
+@_typing.final
+class RenderedContext(_message.Message):
+    """The context rendered for another provider: JSON the provider's SDK accepts as it is."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORMAT_FIELD_NUMBER: _builtins.int
+    ITEMS_FIELD_NUMBER: _builtins.int
+    SYSTEM_FIELD_NUMBER: _builtins.int
+    BASE_ITEMS_COUNT_FIELD_NUMBER: _builtins.int
+    ITEMS_DIGEST_FIELD_NUMBER: _builtins.int
+    PREFIX_FINGERPRINT_FIELD_NUMBER: _builtins.int
+    PREFIX_ITEMS_COUNT_FIELD_NUMBER: _builtins.int
+    TOKEN_ESTIMATE_FIELD_NUMBER: _builtins.int
+    format: Global___RenderFormat.ValueType
+    """The shape (as requested)."""
+    system: _builtins.str
+    """The JSON of Anthropic's `system` parameter (a string, or text blocks with a cache
+    breakpoint) or of the Responses `instructions` (a string); empty: none (always for Chat,
+    whose system message is its first item).
+    """
+    base_items_count: _builtins.int
+    """With `since`: how many held items come first (the whole rendering is the first
+    `base_items_count` held items followed by `items`); 0: `items` are all of them.
+    """
+    items_digest: _builtins.str
+    """Digest of the whole rendering's items (held ones included), to send back as
+    `since.items_digest`. Opaque: compare for equality only.
+    """
+    prefix_fingerprint: _builtins.str
+    """Fingerprint of the rendered stable prefix: the format, `system` and the items that render
+    google-adk's cacheable prefix of the contents (those before the trailing run of "user"
+    contents, as `cacheable_contents_count` counts them); lowercase hex SHA-256 of the format
+    name, `system` and those items, each followed by a newline. Equal fingerprints mean a
+    byte-identical prefix, which is what a provider's prompt cache reuses.
+    """
+    prefix_items_count: _builtins.int
+    """How many of the items (counted from the first, held ones included) render that prefix."""
+    @_builtins.property
+    def items(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The items after the held ones (`base_items_count`), in order, each one JSON object (compact,
+        UTF-8, the same bytes for the same item on every call): Chat `messages`, Responses `input`
+        items, Anthropic `messages`.
+        """
+
+    @_builtins.property
+    def token_estimate(self) -> Global___TokenEstimate:
+        """Size of the rendering: the provider's own tokenizer where one ships offline (OpenAI:
+        "bpe-openai/o200k_base"), else an estimate that says so ("chars/4").
+        """
+
+    def __init__(
+        self,
+        *,
+        format: Global___RenderFormat.ValueType = ...,
+        items: _abc.Iterable[_builtins.str] | None = ...,
+        system: _builtins.str = ...,
+        base_items_count: _builtins.int = ...,
+        items_digest: _builtins.str = ...,
+        prefix_fingerprint: _builtins.str = ...,
+        prefix_items_count: _builtins.int = ...,
+        token_estimate: Global___TokenEstimate | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["token_estimate", b"token_estimate"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_items_count", b"base_items_count", "format", b"format", "items", b"items", "items_digest", b"items_digest", "prefix_fingerprint", b"prefix_fingerprint", "prefix_items_count", b"prefix_items_count", "system", b"system", "token_estimate", b"token_estimate"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenderedContext: _TypeAlias = RenderedContext  # noqa: Y015
+
+@_typing.final
 class TokenEstimate(_message.Message):
     """A token count and what produced it."""
 
@@ -391,6 +572,7 @@ class BuildContextResponse(_message.Message):
     CACHEABLE_CONTENTS_COUNT_FIELD_NUMBER: _builtins.int
     FINGERPRINT_FIELD_NUMBER: _builtins.int
     CACHE_DECISION_FIELD_NUMBER: _builtins.int
+    RENDERED_FIELD_NUMBER: _builtins.int
     last_sequence: _builtins.int
     """Sequence of the last event of the log the contents reflect (every event up to it was read)."""
     compaction_sequence: _builtins.int
@@ -439,6 +621,12 @@ class BuildContextResponse(_message.Message):
     def cache_decision(self) -> Global___CacheDecision:
         """The cache decision google-adk 2.13 would make for this model call."""
 
+    @_builtins.property
+    def rendered(self) -> Global___RenderedContext:
+        """The rendering `render` asked for (then `contents` is empty; the other fields describe the
+        contents it renders).
+        """
+
     def __init__(
         self,
         *,
@@ -452,10 +640,11 @@ class BuildContextResponse(_message.Message):
         cacheable_contents_count: _builtins.int = ...,
         fingerprint: _builtins.str = ...,
         cache_decision: Global___CacheDecision | None = ...,
+        rendered: Global___RenderedContext | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["cache_decision", b"cache_decision", "memory_preload", b"memory_preload", "token_estimate", b"token_estimate"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cache_decision", b"cache_decision", "memory_preload", b"memory_preload", "rendered", b"rendered", "token_estimate", b"token_estimate"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_contents_count", b"base_contents_count", "cache_decision", b"cache_decision", "cacheable_contents_count", b"cacheable_contents_count", "compaction_sequence", b"compaction_sequence", "contents", b"contents", "contents_digest", b"contents_digest", "fingerprint", b"fingerprint", "last_sequence", b"last_sequence", "memory_preload", b"memory_preload", "token_estimate", b"token_estimate"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_contents_count", b"base_contents_count", "cache_decision", b"cache_decision", "cacheable_contents_count", b"cacheable_contents_count", "compaction_sequence", b"compaction_sequence", "contents", b"contents", "contents_digest", b"contents_digest", "fingerprint", b"fingerprint", "last_sequence", b"last_sequence", "memory_preload", b"memory_preload", "rendered", b"rendered", "token_estimate", b"token_estimate"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -77,10 +77,13 @@ class GeminiSettings:
 
     def client(self, timeout_seconds: float) -> Client:
         """A google-genai client for these settings: the Gemini Developer API, ``timeout_seconds``
-        per HTTP call, no retries of its own (callers decide). Needs ``api_key``."""
+        per HTTP call, no retries of its own (callers decide), over httpx whatever else is
+        installed (google-genai switches to aiohttp whenever aiohttp can be imported, which
+        another package in the same environment may bring). Needs ``api_key``."""
         if not self.api_key:
             raise ValueError("no Gemini API key is configured")
         # Deferred (see the module docstring): the first client pays google-genai's import.
+        import httpx
         from google.genai import Client, types
 
         options = types.HttpOptions(
@@ -88,6 +91,8 @@ class GeminiSettings:
             api_version=self.api_version,
             timeout=math.ceil(timeout_seconds * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
+            # an explicit httpx transport is google-genai's sign to stay on httpx
+            async_client_args={"transport": httpx.AsyncHTTPTransport()},
         )
         return Client(vertexai=False, api_key=self.api_key, http_options=options)
 
