@@ -149,7 +149,8 @@ GRPC_LAYERS = frozenset(
 )
 GRPC_PACKAGES = ("grpc", "grpc_status", "grpc_health", "grpc_reflection")
 #: what core may import from outside the standard library (pure computation)
-CORE_THIRD_PARTY = ("google.protobuf", "tiktoken")
+#: (tiktoken and bpe-openai are tokenizers: their vocabularies ship inside their wheels)
+CORE_THIRD_PARTY = ("google.protobuf", "tiktoken", "bpe_openai")
 #: standard-library modules core must not import: I/O and concurrency belong above it
 CORE_NO_IO = frozenset(
     {

@@ -8,8 +8,8 @@ import warnings
 
 import pytest
 
-from contextengine.core.render import RenderFormat, render
-from contextengine.core.render._tokens import O200K, rendering_tokens
+from contextengine.core.render import RenderFormat, render, rendering_tokens
+from contextengine.core.render._tokens import O200K
 from contextengine.core.tokens import _load_cl100k
 from tests.render.random_contents import random_contents
 

@@ -24,9 +24,9 @@ from contextengine.core.render import (
     RenderFormat,
     RenderTexts,
     render,
+    rendering_tokens,
     system_text,
 )
-from contextengine.core.render._tokens import rendering_tokens
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as pb
 
 __all__ = ["FORMATS", "check_render", "rendered", "texts_of"]

@@ -28,6 +28,7 @@ from contextengine.core.render._anthropic import AnthropicCache, anthropic_reque
 from contextengine.core.render._openai_chat import chat_messages
 from contextengine.core.render._openai_responses import responses_input
 from contextengine.core.render._texts import DEFAULT_TEXTS, RenderTexts
+from contextengine.core.render._tokens import rendering_tokens
 from contextengine.v1 import content_pb2
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "RenderTexts",
     "Rendering",
     "render",
+    "rendering_tokens",
     "system_text",
 ]
 

@@ -29,7 +29,6 @@ import base64
 import mimetypes
 from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import urlparse
 
 from contextengine.core.render._parts import (
     Blob,
@@ -225,7 +224,7 @@ def _file(file: content_pb2.FileData) -> dict[str, Any] | None:
         return {"type": "file", "file": {"file_id": uri}}
     if not uri.startswith(("http://", "https://")):
         return None
-    path = urlparse(uri).path
+    path = uri.split("?", 1)[0].split("#", 1)[0]
     kind = mime(file.mime_type or mimetypes.guess_type(path)[0] or "")
     if kind in _IMAGE_TYPES:
         return {"type": "image_url", "image_url": {"url": uri}}
