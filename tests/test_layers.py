@@ -54,7 +54,7 @@ class Layer:
     modules: tuple[str, ...] = ()
 
 
-CORE = ("core", "core.context", "core.compaction", "core.prompt_cache")
+CORE = ("core", "core.context", "core.compaction", "core.prompt_cache", "core.context_tools")
 _BELOW_ENGINE = ("compaction", "memory", "prompt_cache", "subscriptions", "runtime", "store", *CORE)
 
 #: The layers, bottom first (``docs/adr/0009-engine-layering.md`` has the same table).
@@ -69,6 +69,11 @@ LAYERS = (
     Layer(
         "core.prompt_cache",
         (f"{PACKAGE}.core.prompt_cache",),
+        ("core", "core.context", "core.compaction"),
+    ),
+    Layer(
+        "core.context_tools",
+        (f"{PACKAGE}.core.context_tools",),
         ("core", "core.context", "core.compaction"),
     ),
     Layer("store", (f"{PACKAGE}.store",), CORE),

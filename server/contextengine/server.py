@@ -40,6 +40,7 @@ from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.service import generic_handler
 from contextengine.service.compaction_service import CompactionServicer
 from contextengine.service.context_service import ContextServicer
+from contextengine.service.context_tools_service import ContextToolsServicer
 from contextengine.service.memory_service import MemoryServicer
 from contextengine.service.session_service import SessionServicer
 from contextengine.service.subscription_service import SubscriptionServicer
@@ -48,6 +49,7 @@ from contextengine.subscriptions.broadcaster import Broadcaster
 from contextengine.v1 import (
     compaction_service_pb2,
     context_service_pb2,
+    context_tools_service_pb2,
     memory_service_pb2,
     session_service_pb2,
     subscription_service_pb2,
@@ -73,12 +75,14 @@ CONTEXT_SERVICE = context_service_pb2.DESCRIPTOR.services_by_name["ContextServic
 SUBSCRIPTION_SERVICE = subscription_service_pb2.DESCRIPTOR.services_by_name["SubscriptionService"]
 COMPACTION_SERVICE = compaction_service_pb2.DESCRIPTOR.services_by_name["CompactionService"]
 MEMORY_SERVICE = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"]
+CONTEXT_TOOLS_SERVICE = context_tools_service_pb2.DESCRIPTOR.services_by_name["ContextToolsService"]
 SERVICES = (
     SESSION_SERVICE,
     CONTEXT_SERVICE,
     SUBSCRIPTION_SERVICE,
     COMPACTION_SERVICE,
     MEMORY_SERVICE,
+    CONTEXT_TOOLS_SERVICE,
 )
 
 #: how long open subscription streams get, on shutdown, to end with UNAVAILABLE
@@ -369,6 +373,7 @@ class ContextEngineServer:
             COMPACTION_SERVICE: CompactionServicer(engine),
             SUBSCRIPTION_SERVICE: SubscriptionServicer(engine),
             MEMORY_SERVICE: MemoryServicer(engine),
+            CONTEXT_TOOLS_SERVICE: ContextToolsServicer(engine),
         }
         guard = self._edge.authorizer
         server.add_generic_rpc_handlers(

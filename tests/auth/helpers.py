@@ -40,6 +40,8 @@ EXPECTED_ROLE: dict[str, str] = {
     "CompactionService.PlanCompaction": "read",
     "CompactionService.CommitCompaction": "write",
     "CompactionService.ExpandSummary": "read",
+    "ContextToolsService.ListContextTools": "read",
+    "ContextToolsService.CallContextTool": "write",
     "CompactionService.GetCompactionStatus": "read",
     "MemoryService.AddSessionToMemory": "write",
     "MemoryService.AddEventsToMemory": "write",

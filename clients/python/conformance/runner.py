@@ -278,6 +278,21 @@ RPCS: dict[str, Rpc] = {
     "CompactionService/GetCompactionStatus": Rpc(
         _ids(), lambda c, r, _t: c.compaction_status(r.app_name, r.user_id, r.session_id)
     ),
+    "ContextToolsService/ListContextTools": Rpc(
+        frozenset({"app_name", "user_id"}),
+        lambda c, r, _t: c.list_context_tools(r.app_name, r.user_id),
+    ),
+    "ContextToolsService/CallContextTool": Rpc(
+        _ids("agent_name", "branch", "isolation_scope", "call", "invocation_id"),
+        lambda c, r, _t: c.context_tools(
+            r.app_name,
+            r.user_id,
+            r.session_id,
+            agent_name=r.agent_name,
+            branch=_opt(r, "branch"),
+            isolation_scope=_opt(r, "isolation_scope"),
+        ).call(r.call, invocation_id=r.invocation_id),
+    ),
 }
 
 

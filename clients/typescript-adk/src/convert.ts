@@ -13,10 +13,10 @@
  *   `startTimestamp` / `endTimestamp` of the engine's compaction summaries.
  * - **`route`**: ADK TypeScript keeps a routing node's route on the event, the engine (as ADK
  *   Python 2.13) in `actions.route`; it is moved there and back.
- * - The engine's own fields (`sequence`, `pinned`, a summary's `startSequence` / `endSequence`)
- *   are not part of ADK's event and are left out; fields ADK TypeScript does not model but the
- *   engine stores (`actions.compaction`, `actions.rewindBeforeInvocationId`, ...) are kept as
- *   they are, so nothing the engine returns is lost.
+ * - The engine's own fields (`sequence`, `pinned`, `contextEdits`, a summary's `startSequence` /
+ *   `endSequence`) are not part of ADK's event and are left out; fields ADK TypeScript does not
+ *   model but the engine stores (`actions.compaction`, `actions.rewindBeforeInvocationId`, ...)
+ *   are kept as they are, so nothing the engine returns is lost.
  * - **Numbers**: protobuf stores JSON numbers as doubles, and JavaScript has only doubles, so
  *   integral numbers come back integral (`2` is `2`): nothing to restore, unlike Python and Java.
  */
@@ -139,6 +139,7 @@ export function eventFromProto(message: EventMessage): Event {
   const json = toJson(EventSchema, message) as JsonObject;
   delete json.sequence;
   delete json.pinned;
+  delete json.contextEdits;
   scaleField(json, "timestamp", secondsToMs);
   const actions = isObject(json.actions) ? json.actions : {};
   if (actions.route !== undefined) {

@@ -82,6 +82,7 @@ _C = "contextengine.v1.ContextService."
 _SUB = "contextengine.v1.SubscriptionService."
 _COMP = "contextengine.v1.CompactionService."
 _MEM = "contextengine.v1.MemoryService."
+_TOOLS = "contextengine.v1.ContextToolsService."
 
 R, W, A = Role.READ, Role.WRITE, Role.ADMIN
 
@@ -111,6 +112,10 @@ RULES: Mapping[str, Rule] = {
     _COMP + "CommitCompaction": Rule(W, _user),
     _COMP + "ExpandSummary": Rule(R, _user),
     _COMP + "GetCompactionStatus": Rule(R, _user),
+    # the same declarations for every app; a token restricted to a user names it
+    _TOOLS + "ListContextTools": Rule(R, _listing),
+    # a call may append a summary (context_summarize)
+    _TOOLS + "CallContextTool": Rule(W, _user),
     _MEM + "AddSessionToMemory": Rule(W, _user),
     _MEM + "AddEventsToMemory": Rule(W, _user),
     _MEM + "SearchMemory": Rule(R, _user),

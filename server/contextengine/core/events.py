@@ -8,10 +8,11 @@ from contextengine.v1 import event_pb2
 
 def payload_bytes(event: event_pb2.Event, *, ignore_timestamp: bool = False) -> bytes:
     """Deterministic bytes of what a client sent: the event without its server-assigned sequence
-    (and without its timestamp when ``ignore_timestamp``)."""
+    and context edits (and without its timestamp when ``ignore_timestamp``)."""
     copy = event_pb2.Event()
     copy.CopyFrom(event)
     copy.sequence = 0
+    del copy.context_edits[:]
     if ignore_timestamp:
         copy.timestamp = 0.0
     return copy.SerializeToString(deterministic=True)

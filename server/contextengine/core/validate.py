@@ -178,12 +178,28 @@ def check_cache_config(cfg: config_pb2.ContextCacheConfig, field: str) -> None:
         )
 
 
+def check_context_tools_config(cfg: config_pb2.ContextToolsConfig, field: str) -> None:
+    """The context tools' limits: none negative, the hidden fraction at most 1."""
+    for name in ("max_edits_per_invocation", "min_tokens_freed", "token_budget", "protected_turns"):
+        if getattr(cfg, name) < 0:
+            raise invalid("INVALID_ARGUMENT", f"{field}.{name}", f"{name} must not be negative")
+    fraction = cfg.max_hidden_fraction
+    if not 0.0 <= fraction <= 1.0:  # a NaN fails too
+        raise invalid(
+            "INVALID_ARGUMENT",
+            f"{field}.max_hidden_fraction",
+            "max_hidden_fraction must be between 0 and 1",
+        )
+
+
 def check_app_config(cfg: config_pb2.AppConfig) -> None:
     check_id(cfg.app_name, "config.app_name")
     if cfg.HasField("events_compaction_config"):
         check_compaction_config(cfg.events_compaction_config, "config.events_compaction_config")
     if cfg.HasField("context_cache_config"):
         check_cache_config(cfg.context_cache_config, "config.context_cache_config")
+    if cfg.HasField("context_tools"):
+        check_context_tools_config(cfg.context_tools, "config.context_tools")
 
 
 def check_page_size(page_size: int, field: str = "page_size") -> int:

@@ -20,6 +20,7 @@ from contextengine.core.errors import ContextEngineError
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.engine._compaction import CompactionOps
 from contextengine.engine._context import ContextBuilder, ContextResult
+from contextengine.engine._context_tools import ContextToolOps
 from contextengine.engine._memory import MemoryOps
 from contextengine.engine._sessions import SessionOps
 from contextengine.engine._subscriptions import Stream, SubscriptionOps
@@ -35,6 +36,7 @@ from contextengine.subscriptions.event_stream import StreamSettings
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     context_service_pb2 as cpb,
+    context_tools_service_pb2 as tpb,
     memory_service_pb2 as mpb,
     session_service_pb2 as spb,
     subscription_service_pb2 as subpb,
@@ -72,7 +74,6 @@ class Engine:
         self._prompt_cache = prompt_cache
         self._memory = memory
         self._broadcaster = broadcaster
-        self._sessions = SessionOps(store, app_configs, session_configs, resolver, clock)
         self._memory_ops = MemoryOps(memory)
         self._subscriptions = SubscriptionOps(store, broadcaster, streams)
         self._context = ContextBuilder(
@@ -81,6 +82,21 @@ class Engine:
             compactor=compactor,
             memory=memory,
             prompt_cache=prompt_cache,
+        )
+        self._context_tools = ContextToolOps(
+            resolver=resolver,
+            events=events,
+            compactor=compactor,
+            context=self._context,
+            clock=clock,
+        )
+        self._sessions = SessionOps(
+            store,
+            app_configs,
+            session_configs,
+            resolver,
+            clock,
+            record_edits=self._context_tools.record,
         )
         self._compaction = CompactionOps(compactor=compactor, events=events, memory=memory)
         self._opened = False
@@ -248,6 +264,18 @@ class Engine:
             action = "" if decision is None else cpb.CacheAction.Name(decision.action)
             self._telemetry.context_built(result.token_estimate, action)
         return result
+
+    # -- context tools -------------------------------------------------------------------------
+
+    async def list_context_tools(
+        self, request: tpb.ListContextToolsRequest
+    ) -> tpb.ListContextToolsResponse:
+        return await self._context_tools.list_context_tools(request)
+
+    async def call_context_tool(
+        self, request: tpb.CallContextToolRequest
+    ) -> tpb.CallContextToolResponse:
+        return await self._context_tools.call_context_tool(request)
 
     # -- compaction ----------------------------------------------------------------------------
 

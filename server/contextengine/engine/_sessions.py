@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
 
 from contextengine.compaction.summarizers.factory import check_summarizer_config
@@ -26,6 +26,7 @@ from contextengine.core.structs import dict_to_struct, struct_to_dict
 from contextengine.core.validate import (
     check_app_config,
     check_compaction_config,
+    check_context_tools_config,
     check_event,
     check_id,
     check_page_size,
@@ -102,6 +103,8 @@ def session_key(request: _Addressed) -> SessionKey:
 def _check_session_config(config: config_pb2.SessionConfig) -> None:
     if config.HasField("events_compaction_config"):
         check_compaction_config(config.events_compaction_config, "config.events_compaction_config")
+    if config.HasField("context_tools"):
+        check_context_tools_config(config.context_tools, "config.context_tools")
 
 
 def _session_config_response(
@@ -110,6 +113,10 @@ def _session_config_response(
     if effective is not None:
         response.effective_compaction_config.CopyFrom(effective)
     return response
+
+
+#: sets the context edits each event of an append records (in place; events in order)
+RecordEdits = Callable[[SessionKey, Sequence[event_pb2.Event]], Awaitable[None]]
 
 
 class SessionOps:
@@ -122,13 +129,25 @@ class SessionOps:
         session_configs: SessionConfigs,
         resolver: ConfigResolver,
         clock: Clock = time.time,
+        record_edits: RecordEdits | None = None,
     ) -> None:
+        """``record_edits`` sets the context edits the events of an append record (the
+        context tools' hook; without it, events record none)."""
+        self._record_edits = record_edits
         self._store = store
         self._configs = configs
         self._session_configs = session_configs
         self._resolver = resolver
         self._clock = clock
         self._tokens: page_tokens.PageTokens | None = None
+
+    async def _recorded(self, key: SessionKey, events: list[event_pb2.Event]) -> None:
+        """The edits of context tools ``events`` record (clients set none themselves)."""
+        if self._record_edits is not None:
+            await self._record_edits(key, events)
+        else:
+            for event in events:
+                del event.context_edits[:]
 
     async def _page_tokens(self) -> page_tokens.PageTokens:
         """The store's page tokens (its key is read once)."""
@@ -260,6 +279,7 @@ class SessionOps:
                 event=event, stored=False, last_sequence=stored.last_sequence
             )
         normalized = normalize_for_append(request.event, request.event.id or _new_id())
+        await self._recorded(key, [normalized])
         outcome = await self._store.append_events(key, [normalized], expected)
         return pb.AppendEventResponse(
             event=outcome.events[0],
@@ -289,6 +309,7 @@ class SessionOps:
         if not events:
             stored = await self._store.get_session(key, EventFilter(num_recent_events=0))
             return pb.AppendEventsResponse(last_sequence=stored.last_sequence)
+        await self._recorded(key, events)
         outcome = await self._store.append_events(key, events, expected)
         response = pb.AppendEventsResponse(last_sequence=outcome.last_sequence)
         response.events.extend(outcome.events)

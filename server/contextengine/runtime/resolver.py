@@ -39,22 +39,37 @@ class ConfigResolver:
             return app.other_agent_preamble
         return DEFAULT_OTHER_AGENT_PREAMBLE
 
+    async def _own(self, key: SessionKey) -> config_pb2.SessionConfig | None:
+        """The session's own configuration; None for a session that does not exist."""
+        try:
+            return await self._sessions.get(key)
+        except ContextEngineError as error:
+            if error.reason != "SESSION_NOT_FOUND":
+                raise
+            return None
+
     async def compaction(self, key: SessionKey) -> config_pb2.EventsCompactionConfig | None:
         """The compaction configuration in effect for the session: its own, else its app's; None:
         the session is not compacted. Also answers for a session that does not exist (callers
         report that themselves)."""
-        try:
-            own = await self._sessions.get(key)
-        except ContextEngineError as error:
-            if error.reason != "SESSION_NOT_FOUND":
-                raise
-        else:
-            if own.HasField("events_compaction_config"):
-                return own.events_compaction_config
+        own = await self._own(key)
+        if own is not None and own.HasField("events_compaction_config"):
+            return own.events_compaction_config
         app = await self._apps.get(key.app_name)
         if app is None or not app.HasField("events_compaction_config"):
             return None
         return app.events_compaction_config
+
+    async def context_tools(self, key: SessionKey) -> config_pb2.ContextToolsConfig:
+        """The context tools' configuration in effect for the session: its own, else its app's,
+        else the default (off)."""
+        own = await self._own(key)
+        if own is not None and own.HasField("context_tools"):
+            return own.context_tools
+        app = await self._apps.get(key.app_name)
+        if app is None or not app.HasField("context_tools"):
+            return config_pb2.ContextToolsConfig()
+        return app.context_tools
 
     async def summarizer(self, app_name: str) -> config_pb2.SummarizerConfig | None:
         """The app's summarizer configuration (None: not set, the default summarizer applies)."""

@@ -14,6 +14,7 @@ reason) in both modes, mapped to ADK's own exceptions where ADK's services raise
 from __future__ import annotations
 
 from contextengine.adk._backend import Backend
+from contextengine.adk._context_tools import ContextEngineContextTools
 from contextengine.adk._embedded import EmbeddedBackend, embedded_backend
 from contextengine.adk._memory import ContextEngineMemoryService
 from contextengine.adk._plugin import ContextEnginePlugin
@@ -22,6 +23,7 @@ from contextengine.adk._sidecar import SidecarBackend, sidecar_backend
 
 __all__ = [
     "Backend",
+    "ContextEngineContextTools",
     "ContextEngineMemoryService",
     "ContextEnginePlugin",
     "ContextEngineSessionService",

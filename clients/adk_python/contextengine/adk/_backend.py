@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     context_service_pb2 as cpb,
+    context_tools_service_pb2 as tpb,
     memory_service_pb2 as mpb,
     session_service_pb2 as spb,
 )
@@ -68,6 +69,14 @@ class Backend(Protocol):
     async def end_invocation(
         self, request: kpb.EndInvocationRequest
     ) -> kpb.EndInvocationResponse: ...
+
+    async def list_context_tools(
+        self, request: tpb.ListContextToolsRequest
+    ) -> tpb.ListContextToolsResponse: ...
+
+    async def call_context_tool(
+        self, request: tpb.CallContextToolRequest
+    ) -> tpb.CallContextToolResponse: ...
 
     async def add_session_to_memory(
         self, request: mpb.AddSessionToMemoryRequest

@@ -63,6 +63,7 @@ def event_from_proto(message: event_pb2.Event) -> Event:
     data: dict[str, Any] = json_format.MessageToDict(message, preserving_proto_field_name=True)
     data.pop("sequence", None)
     data.pop("pinned", None)
+    data.pop("context_edits", None)
     compaction = data.get("actions", {}).get("compaction")
     if isinstance(compaction, dict):
         compaction.pop("start_sequence", None)

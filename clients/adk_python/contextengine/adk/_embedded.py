@@ -18,6 +18,7 @@ from contextengine.client import RpcError
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     context_service_pb2 as cpb,
+    context_tools_service_pb2 as tpb,
     memory_service_pb2 as mpb,
     session_service_pb2 as spb,
 )
@@ -103,6 +104,16 @@ class EmbeddedBackend:
 
     async def end_invocation(self, request: kpb.EndInvocationRequest) -> kpb.EndInvocationResponse:
         return await self._run(lambda e: e.end_invocation(request))
+
+    async def list_context_tools(
+        self, request: tpb.ListContextToolsRequest
+    ) -> tpb.ListContextToolsResponse:
+        return await self._run(lambda e: e.list_context_tools(request))
+
+    async def call_context_tool(
+        self, request: tpb.CallContextToolRequest
+    ) -> tpb.CallContextToolResponse:
+        return await self._run(lambda e: e.call_context_tool(request))
 
     async def add_session_to_memory(
         self, request: mpb.AddSessionToMemoryRequest

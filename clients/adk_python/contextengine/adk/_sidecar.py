@@ -21,6 +21,7 @@ from contextengine.client import ContextEngineClient, RpcError
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     context_service_pb2 as cpb,
+    context_tools_service_pb2 as tpb,
     memory_service_pb2 as mpb,
     session_service_pb2 as spb,
 )
@@ -197,6 +198,29 @@ class SidecarBackend:
             )
         )
         return kpb.EndInvocationResponse(scheduled=scheduled)
+
+    async def list_context_tools(
+        self, request: tpb.ListContextToolsRequest
+    ) -> tpb.ListContextToolsResponse:
+        return await self._run(lambda c: c.list_context_tools(request.app_name, request.user_id))
+
+    async def call_context_tool(
+        self, request: tpb.CallContextToolRequest
+    ) -> tpb.CallContextToolResponse:
+        return await self._run(
+            lambda c: c.call_context_tool(
+                request.app_name,
+                request.user_id,
+                request.session_id,
+                request.call,
+                agent_name=request.agent_name,
+                branch=request.branch if request.HasField("branch") else None,
+                isolation_scope=(
+                    request.isolation_scope if request.HasField("isolation_scope") else None
+                ),
+                invocation_id=request.invocation_id,
+            )
+        )
 
     async def add_session_to_memory(
         self, request: mpb.AddSessionToMemoryRequest

@@ -11,8 +11,18 @@ server module, and runs on Python 3.10 and later.
 from __future__ import annotations
 
 from contextengine.client._client import ContextEngineClient, context_request
+from contextengine.client._context_tools import CONTEXT_TOOL_NAMES, ContextTools, struct_json
 from contextengine.client._follower import ContextFollower
 from contextengine.client._rendered import request_part
 from contextengine.client._rpc_errors import RpcError
 
-__all__ = ["ContextEngineClient", "ContextFollower", "RpcError", "context_request", "request_part"]
+__all__ = [
+    "CONTEXT_TOOL_NAMES",
+    "ContextEngineClient",
+    "ContextFollower",
+    "ContextTools",
+    "RpcError",
+    "context_request",
+    "request_part",
+    "struct_json",
+]

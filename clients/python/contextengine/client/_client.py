@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf import struct_pb2
 
+from contextengine.client._context_tools import ContextTools
 from contextengine.client._follower import ContextFollower
 from contextengine.client._rendered import request_part
 from contextengine.client._resumable import FollowPolicy, follow
@@ -42,6 +43,8 @@ from contextengine.v1 import (
     content_pb2,
     context_service_pb2 as cpb,
     context_service_pb2_grpc,
+    context_tools_service_pb2 as tpb,
+    context_tools_service_pb2_grpc,
     event_pb2,
     memory_service_pb2 as mpb,
     memory_service_pb2_grpc,
@@ -122,6 +125,7 @@ class ContextEngineClient:
         self._subscriptions = subscription_service_pb2_grpc.SubscriptionServiceStub(self._channel)
         self._compaction = compaction_service_pb2_grpc.CompactionServiceStub(self._channel)
         self._memory = memory_service_pb2_grpc.MemoryServiceStub(self._channel)
+        self._tools = context_tools_service_pb2_grpc.ContextToolsServiceStub(self._channel)
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -663,6 +667,69 @@ class ContextEngineClient:
         return await self._call(
             lambda t: self._compaction.GetCompactionStatus(request, timeout=t),
             _RETRYABLE,
+        )
+
+    # Context tools -------------------------------------------------------------------------
+
+    async def list_context_tools(
+        self, app_name: str, user_id: str = ""
+    ) -> tpb.ListContextToolsResponse:
+        """The context tools' declarations, for google-genai, OpenAI and Anthropic (``user_id``:
+        needed by a token restricted to one user)."""
+        request = tpb.ListContextToolsRequest(app_name=app_name, user_id=user_id)
+        return await self._call(
+            lambda t: self._tools.ListContextTools(request, timeout=t), _RETRYABLE
+        )
+
+    async def call_context_tool(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        call: content_pb2.FunctionCall,
+        *,
+        agent_name: str = "",
+        branch: str | None = None,
+        isolation_scope: str | None = None,
+        invocation_id: str = "",
+    ) -> tpb.CallContextToolResponse:
+        """Runs one call of a context tool; append ``response.response`` as the call's answer.
+        Not retried (a summary is appended by the call)."""
+        request = tpb.CallContextToolRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            agent_name=agent_name,
+            call=call,
+            invocation_id=invocation_id,
+        )
+        if branch is not None:
+            request.branch = branch
+        if isolation_scope is not None:
+            request.isolation_scope = isolation_scope
+        return await self._call(
+            lambda t: self._tools.CallContextTool(request, timeout=t), _NO_RETRY
+        )
+
+    def context_tools(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        agent_name: str = "",
+        branch: str | None = None,
+        isolation_scope: str | None = None,
+    ) -> ContextTools:
+        """The context tools of one agent in one session (:class:`ContextTools`)."""
+        return ContextTools(
+            self,
+            app_name,
+            user_id,
+            session_id,
+            agent_name=agent_name,
+            branch=branch,
+            isolation_scope=isolation_scope,
         )
 
     # App configuration ---------------------------------------------------------------------

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ontextengine/v1/config.proto\x12\x10\x63ontextengine.v1\"\x9c\x03\n\tAppConfig\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12J\n\x18\x65vents_compaction_config\x18\x02 \x01(\x0b\x32(.contextengine.v1.EventsCompactionConfig\x12\x42\n\x14\x63ontext_cache_config\x18\x03 \x01(\x0b\x32$.contextengine.v1.ContextCacheConfig\x12\x13\n\x0bupdate_time\x18\x04 \x01(\x01\x12!\n\x14other_agent_preamble\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x36\n\nsummarizer\x18\x06 \x01(\x0b\x32\".contextengine.v1.SummarizerConfig\x12.\n\x06memory\x18\x07 \x01(\x0b\x32\x1e.contextengine.v1.MemoryConfig\x12\x34\n\trendering\x18\x08 \x01(\x0b\x32!.contextengine.v1.RenderingConfigB\x17\n\x15_other_agent_preamble\"\xab\x01\n\x0fRenderingConfig\x12\x1a\n\rcontinue_text\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nempty_text\x18\x02 \x01(\tH\x01\x88\x01\x01\x12%\n\x18missing_tool_result_text\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x10\n\x0e_continue_textB\r\n\x0b_empty_textB\x1b\n\x19_missing_tool_result_text\"p\n\rSessionConfig\x12J\n\x18\x65vents_compaction_config\x18\x01 \x01(\x0b\x32(.contextengine.v1.EventsCompactionConfig\x12\x13\n\x0bupdate_time\x18\x02 \x01(\x01\"\xd0\x01\n\x0cMemoryConfig\x12 \n\x18ingest_on_end_invocation\x18\x01 \x01(\x08\x12\x18\n\x0bmax_results\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x1d\n\x10preload_template\x18\x03 \x01(\tH\x01\x88\x01\x01\x12@\n\x13preload_time_format\x18\x04 \x01(\x0e\x32#.contextengine.v1.PreloadTimeFormatB\x0e\n\x0c_max_resultsB\x13\n\x11_preload_template\"\xd6\x01\n\x10SummarizerConfig\x12\x42\n\nextractive\x18\x01 \x01(\x0b\x32,.contextengine.v1.ExtractiveSummarizerConfigH\x00\x12:\n\x06gemini\x18\x02 \x01(\x0b\x32(.contextengine.v1.GeminiSummarizerConfigH\x00\x12:\n\x06\x63lient\x18\x03 \x01(\x0b\x32(.contextengine.v1.ClientSummarizerConfigH\x00\x42\x06\n\x04kind\"B\n\x1a\x45xtractiveSummarizerConfig\x12\x16\n\tmax_chars\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x0c\n\n_max_chars\"\xb7\x01\n\x16GeminiSummarizerConfig\x12\r\n\x05model\x18\x01 \x01(\t\x12\x1c\n\x0fprompt_template\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x1c\n\x0ftimeout_seconds\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x19\n\x0cmax_attempts\x18\x04 \x01(\x05H\x02\x88\x01\x01\x42\x12\n\x10_prompt_templateB\x12\n\x10_timeout_secondsB\x0f\n\r_max_attempts\"\x18\n\x16\x43lientSummarizerConfig\"\xec\x01\n\x16\x45ventsCompactionConfig\x12 \n\x13\x63ompaction_interval\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0coverlap_size\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x1c\n\x0ftoken_threshold\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12!\n\x14\x65vent_retention_size\x18\x04 \x01(\x05H\x03\x88\x01\x01\x42\x16\n\x14_compaction_intervalB\x0f\n\r_overlap_sizeB\x12\n\x10_token_thresholdB\x17\n\x15_event_retention_size\"\xff\x01\n\x12\x43ontextCacheConfig\x12\x1c\n\x0f\x63\x61\x63he_intervals\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bttl_seconds\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\nmin_tokens\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12\x1d\n\x15managed_gemini_caches\x18\n \x01(\x08\x12\x46\n\x16\x63\x61\x63he_aware_compaction\x18\x0b \x01(\x0b\x32&.contextengine.v1.CacheAwareCompactionB\x12\n\x10_cache_intervalsB\x0e\n\x0c_ttl_secondsB\r\n\x0b_min_tokens\"J\n\x14\x43\x61\x63heAwareCompaction\x12\x1d\n\x10hard_token_limit\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x13\n\x11_hard_token_limit*t\n\x11PreloadTimeFormat\x12#\n\x1fPRELOAD_TIME_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n\x17PRELOAD_TIME_FORMAT_UTC\x10\x01\x12\x1d\n\x19PRELOAD_TIME_FORMAT_LOCAL\x10\x02\x42%\n\x14\x64\x65v.contextengine.v1B\x0b\x43onfigProtoP\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ontextengine/v1/config.proto\x12\x10\x63ontextengine.v1\"\xd9\x03\n\tAppConfig\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12J\n\x18\x65vents_compaction_config\x18\x02 \x01(\x0b\x32(.contextengine.v1.EventsCompactionConfig\x12\x42\n\x14\x63ontext_cache_config\x18\x03 \x01(\x0b\x32$.contextengine.v1.ContextCacheConfig\x12\x13\n\x0bupdate_time\x18\x04 \x01(\x01\x12!\n\x14other_agent_preamble\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x36\n\nsummarizer\x18\x06 \x01(\x0b\x32\".contextengine.v1.SummarizerConfig\x12.\n\x06memory\x18\x07 \x01(\x0b\x32\x1e.contextengine.v1.MemoryConfig\x12\x34\n\trendering\x18\x08 \x01(\x0b\x32!.contextengine.v1.RenderingConfig\x12;\n\rcontext_tools\x18\t \x01(\x0b\x32$.contextengine.v1.ContextToolsConfigB\x17\n\x15_other_agent_preamble\"\xad\x01\n\x12\x43ontextToolsConfig\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12 \n\x18max_edits_per_invocation\x18\x02 \x01(\x05\x12\x1b\n\x13max_hidden_fraction\x18\x03 \x01(\x01\x12\x18\n\x10min_tokens_freed\x18\x04 \x01(\x05\x12\x14\n\x0ctoken_budget\x18\x05 \x01(\x03\x12\x17\n\x0fprotected_turns\x18\x06 \x01(\x05\"\xab\x01\n\x0fRenderingConfig\x12\x1a\n\rcontinue_text\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nempty_text\x18\x02 \x01(\tH\x01\x88\x01\x01\x12%\n\x18missing_tool_result_text\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x10\n\x0e_continue_textB\r\n\x0b_empty_textB\x1b\n\x19_missing_tool_result_text\"\xad\x01\n\rSessionConfig\x12J\n\x18\x65vents_compaction_config\x18\x01 \x01(\x0b\x32(.contextengine.v1.EventsCompactionConfig\x12\x13\n\x0bupdate_time\x18\x02 \x01(\x01\x12;\n\rcontext_tools\x18\x03 \x01(\x0b\x32$.contextengine.v1.ContextToolsConfig\"\xd0\x01\n\x0cMemoryConfig\x12 \n\x18ingest_on_end_invocation\x18\x01 \x01(\x08\x12\x18\n\x0bmax_results\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x1d\n\x10preload_template\x18\x03 \x01(\tH\x01\x88\x01\x01\x12@\n\x13preload_time_format\x18\x04 \x01(\x0e\x32#.contextengine.v1.PreloadTimeFormatB\x0e\n\x0c_max_resultsB\x13\n\x11_preload_template\"\xd6\x01\n\x10SummarizerConfig\x12\x42\n\nextractive\x18\x01 \x01(\x0b\x32,.contextengine.v1.ExtractiveSummarizerConfigH\x00\x12:\n\x06gemini\x18\x02 \x01(\x0b\x32(.contextengine.v1.GeminiSummarizerConfigH\x00\x12:\n\x06\x63lient\x18\x03 \x01(\x0b\x32(.contextengine.v1.ClientSummarizerConfigH\x00\x42\x06\n\x04kind\"B\n\x1a\x45xtractiveSummarizerConfig\x12\x16\n\tmax_chars\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x0c\n\n_max_chars\"\xb7\x01\n\x16GeminiSummarizerConfig\x12\r\n\x05model\x18\x01 \x01(\t\x12\x1c\n\x0fprompt_template\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x1c\n\x0ftimeout_seconds\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x19\n\x0cmax_attempts\x18\x04 \x01(\x05H\x02\x88\x01\x01\x42\x12\n\x10_prompt_templateB\x12\n\x10_timeout_secondsB\x0f\n\r_max_attempts\"\x18\n\x16\x43lientSummarizerConfig\"\xec\x01\n\x16\x45ventsCompactionConfig\x12 \n\x13\x63ompaction_interval\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0coverlap_size\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x1c\n\x0ftoken_threshold\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12!\n\x14\x65vent_retention_size\x18\x04 \x01(\x05H\x03\x88\x01\x01\x42\x16\n\x14_compaction_intervalB\x0f\n\r_overlap_sizeB\x12\n\x10_token_thresholdB\x17\n\x15_event_retention_size\"\xff\x01\n\x12\x43ontextCacheConfig\x12\x1c\n\x0f\x63\x61\x63he_intervals\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bttl_seconds\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\nmin_tokens\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12\x1d\n\x15managed_gemini_caches\x18\n \x01(\x08\x12\x46\n\x16\x63\x61\x63he_aware_compaction\x18\x0b \x01(\x0b\x32&.contextengine.v1.CacheAwareCompactionB\x12\n\x10_cache_intervalsB\x0e\n\x0c_ttl_secondsB\r\n\x0b_min_tokens\"J\n\x14\x43\x61\x63heAwareCompaction\x12\x1d\n\x10hard_token_limit\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x13\n\x11_hard_token_limit*t\n\x11PreloadTimeFormat\x12#\n\x1fPRELOAD_TIME_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n\x17PRELOAD_TIME_FORMAT_UTC\x10\x01\x12\x1d\n\x19PRELOAD_TIME_FORMAT_LOCAL\x10\x02\x42%\n\x14\x64\x65v.contextengine.v1B\x0b\x43onfigProtoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,28 +32,30 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextengine.v1.config_pb2
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.contextengine.v1B\013ConfigProtoP\001'
-  _globals['_PRELOADTIMEFORMAT']._serialized_start=2035
-  _globals['_PRELOADTIMEFORMAT']._serialized_end=2151
+  _globals['_PRELOADTIMEFORMAT']._serialized_start=2334
+  _globals['_PRELOADTIMEFORMAT']._serialized_end=2450
   _globals['_APPCONFIG']._serialized_start=52
-  _globals['_APPCONFIG']._serialized_end=464
-  _globals['_RENDERINGCONFIG']._serialized_start=467
-  _globals['_RENDERINGCONFIG']._serialized_end=638
-  _globals['_SESSIONCONFIG']._serialized_start=640
-  _globals['_SESSIONCONFIG']._serialized_end=752
-  _globals['_MEMORYCONFIG']._serialized_start=755
-  _globals['_MEMORYCONFIG']._serialized_end=963
-  _globals['_SUMMARIZERCONFIG']._serialized_start=966
-  _globals['_SUMMARIZERCONFIG']._serialized_end=1180
-  _globals['_EXTRACTIVESUMMARIZERCONFIG']._serialized_start=1182
-  _globals['_EXTRACTIVESUMMARIZERCONFIG']._serialized_end=1248
-  _globals['_GEMINISUMMARIZERCONFIG']._serialized_start=1251
-  _globals['_GEMINISUMMARIZERCONFIG']._serialized_end=1434
-  _globals['_CLIENTSUMMARIZERCONFIG']._serialized_start=1436
-  _globals['_CLIENTSUMMARIZERCONFIG']._serialized_end=1460
-  _globals['_EVENTSCOMPACTIONCONFIG']._serialized_start=1463
-  _globals['_EVENTSCOMPACTIONCONFIG']._serialized_end=1699
-  _globals['_CONTEXTCACHECONFIG']._serialized_start=1702
-  _globals['_CONTEXTCACHECONFIG']._serialized_end=1957
-  _globals['_CACHEAWARECOMPACTION']._serialized_start=1959
-  _globals['_CACHEAWARECOMPACTION']._serialized_end=2033
+  _globals['_APPCONFIG']._serialized_end=525
+  _globals['_CONTEXTTOOLSCONFIG']._serialized_start=528
+  _globals['_CONTEXTTOOLSCONFIG']._serialized_end=701
+  _globals['_RENDERINGCONFIG']._serialized_start=704
+  _globals['_RENDERINGCONFIG']._serialized_end=875
+  _globals['_SESSIONCONFIG']._serialized_start=878
+  _globals['_SESSIONCONFIG']._serialized_end=1051
+  _globals['_MEMORYCONFIG']._serialized_start=1054
+  _globals['_MEMORYCONFIG']._serialized_end=1262
+  _globals['_SUMMARIZERCONFIG']._serialized_start=1265
+  _globals['_SUMMARIZERCONFIG']._serialized_end=1479
+  _globals['_EXTRACTIVESUMMARIZERCONFIG']._serialized_start=1481
+  _globals['_EXTRACTIVESUMMARIZERCONFIG']._serialized_end=1547
+  _globals['_GEMINISUMMARIZERCONFIG']._serialized_start=1550
+  _globals['_GEMINISUMMARIZERCONFIG']._serialized_end=1733
+  _globals['_CLIENTSUMMARIZERCONFIG']._serialized_start=1735
+  _globals['_CLIENTSUMMARIZERCONFIG']._serialized_end=1759
+  _globals['_EVENTSCOMPACTIONCONFIG']._serialized_start=1762
+  _globals['_EVENTSCOMPACTIONCONFIG']._serialized_end=1998
+  _globals['_CONTEXTCACHECONFIG']._serialized_start=2001
+  _globals['_CONTEXTCACHECONFIG']._serialized_end=2256
+  _globals['_CACHEAWARECOMPACTION']._serialized_start=2258
+  _globals['_CACHEAWARECOMPACTION']._serialized_end=2332
 # @@protoc_insertion_point(module_scope)

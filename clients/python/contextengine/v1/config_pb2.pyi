@@ -59,6 +59,7 @@ class AppConfig(_message.Message):
     SUMMARIZER_FIELD_NUMBER: _builtins.int
     MEMORY_FIELD_NUMBER: _builtins.int
     RENDERING_FIELD_NUMBER: _builtins.int
+    CONTEXT_TOOLS_FIELD_NUMBER: _builtins.int
     app_name: _builtins.str
     """The app this configuration belongs to."""
     update_time: _builtins.float
@@ -93,6 +94,10 @@ class AppConfig(_message.Message):
         the engine's own words.
         """
 
+    @_builtins.property
+    def context_tools(self) -> Global___ContextToolsConfig:
+        """The context tools the model may call (ContextToolsService). Unset: off."""
+
     def __init__(
         self,
         *,
@@ -104,16 +109,69 @@ class AppConfig(_message.Message):
         summarizer: Global___SummarizerConfig | None = ...,
         memory: Global___MemoryConfig | None = ...,
         rendering: Global___RenderingConfig | None = ...,
+        context_tools: Global___ContextToolsConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "rendering", b"rendering", "summarizer", b"summarizer"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "context_cache_config", b"context_cache_config", "context_tools", b"context_tools", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "rendering", b"rendering", "summarizer", b"summarizer"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "app_name", b"app_name", "context_cache_config", b"context_cache_config", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "rendering", b"rendering", "summarizer", b"summarizer", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble", "app_name", b"app_name", "context_cache_config", b"context_cache_config", "context_tools", b"context_tools", "events_compaction_config", b"events_compaction_config", "memory", b"memory", "other_agent_preamble", b"other_agent_preamble", "rendering", b"rendering", "summarizer", b"summarizer", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__other_agent_preamble: _TypeAlias = _typing.Literal["other_agent_preamble"]  # noqa: Y015
     _WhichOneofArgType__other_agent_preamble: _TypeAlias = _typing.Literal["_other_agent_preamble", b"_other_agent_preamble"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__other_agent_preamble) -> _WhichOneofReturnType__other_agent_preamble | None: ...
 
 Global___AppConfig: _TypeAlias = AppConfig  # noqa: Y015
+
+@_typing.final
+class ContextToolsConfig(_message.Message):
+    """The context tools: the model pins, hides, summarizes, expands and searches its own context
+    (docs/design/context-tools.md). Off unless `enabled`; each limit's 0 is its default.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENABLED_FIELD_NUMBER: _builtins.int
+    MAX_EDITS_PER_INVOCATION_FIELD_NUMBER: _builtins.int
+    MAX_HIDDEN_FRACTION_FIELD_NUMBER: _builtins.int
+    MIN_TOKENS_FREED_FIELD_NUMBER: _builtins.int
+    TOKEN_BUDGET_FIELD_NUMBER: _builtins.int
+    PROTECTED_TURNS_FIELD_NUMBER: _builtins.int
+    enabled: _builtins.bool
+    """The tools answer only when true (FAILED_PRECONDITION / CONTEXT_TOOLS_DISABLED otherwise)."""
+    max_edits_per_invocation: _builtins.int
+    """Edits (pin, unpin, hide, summarize) one invocation may make; 0: 8. At least 0."""
+    max_hidden_fraction: _builtins.float
+    """The most of the session's events (in tokens) the live hidden ranges may stand for, as a
+    fraction; 0: 0.9. Between 0 and 1.
+    """
+    min_tokens_freed: _builtins.int
+    """A hide or a summary must take at least this many tokens out of the context (an edit that
+    frees little breaks a prompt cache for nothing); 0: 100. At least 0.
+    """
+    token_budget: _builtins.int
+    """The context size the status tool measures against, in tokens; 0: the compaction
+    configuration's token_threshold when it has one, else none.
+    """
+    protected_turns: _builtins.int
+    """Turns before the current one that no edit may touch (the current turn never is); 0: none.
+    At least 0.
+    """
+    def __init__(
+        self,
+        *,
+        enabled: _builtins.bool = ...,
+        max_edits_per_invocation: _builtins.int = ...,
+        max_hidden_fraction: _builtins.float = ...,
+        min_tokens_freed: _builtins.int = ...,
+        token_budget: _builtins.int = ...,
+        protected_turns: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["enabled", b"enabled", "max_edits_per_invocation", b"max_edits_per_invocation", "max_hidden_fraction", b"max_hidden_fraction", "min_tokens_freed", b"min_tokens_freed", "protected_turns", b"protected_turns", "token_budget", b"token_budget"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContextToolsConfig: _TypeAlias = ContextToolsConfig  # noqa: Y015
 
 @_typing.final
 class RenderingConfig(_message.Message):
@@ -172,6 +230,7 @@ class SessionConfig(_message.Message):
 
     EVENTS_COMPACTION_CONFIG_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    CONTEXT_TOOLS_FIELD_NUMBER: _builtins.int
     update_time: _builtins.float
     """Server time (seconds since the Unix epoch) of the last update; set by the server. 0: never
     set.
@@ -184,15 +243,20 @@ class SessionConfig(_message.Message):
         configuration applies. The app's summarizer and other settings still apply.
         """
 
+    @_builtins.property
+    def context_tools(self) -> Global___ContextToolsConfig:
+        """Replaces the app's `context_tools` for this session, whole. Unset: the app's applies."""
+
     def __init__(
         self,
         *,
         events_compaction_config: Global___EventsCompactionConfig | None = ...,
         update_time: _builtins.float = ...,
+        context_tools: Global___ContextToolsConfig | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["events_compaction_config", b"events_compaction_config"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["context_tools", b"context_tools", "events_compaction_config", b"events_compaction_config"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events_compaction_config", b"events_compaction_config", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_tools", b"context_tools", "events_compaction_config", b"events_compaction_config", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -79,6 +79,15 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     google-genai Content / Tool / ToolConfig (unknown fields, wrong types, unknown enum values).
     Metadata: `field` (for example "tools[1]").
     """
+    ERROR_REASON_UNKNOWN_CONTEXT_TOOL: _ErrorReason.ValueType  # 16
+    """INVALID_ARGUMENT: CallContextTool was given a call whose name is not one of the context
+    tools (ListContextTools). Metadata: `field` ("call.name"), `name`.
+    """
+    ERROR_REASON_INVALID_TOOL_ARGUMENTS: _ErrorReason.ValueType  # 17
+    """INVALID_ARGUMENT: a context tool call's arguments have the wrong shape (a missing or
+    mistyped argument, an unknown one). Answered to the model in CallContextTool's response
+    (`refusal`), not as a status. Metadata: `field` (for example "call.args.first").
+    """
     ERROR_REASON_SESSION_NOT_FOUND: _ErrorReason.ValueType  # 20
     """NOT_FOUND: the session does not exist. Metadata: `app_name`, `user_id`, `session_id`."""
     ERROR_REASON_INVOCATION_NOT_FOUND: _ErrorReason.ValueType  # 21
@@ -97,6 +106,15 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     ERROR_REASON_COMPACTION_NOT_CONFIGURED: _ErrorReason.ValueType  # 43
     """FAILED_PRECONDITION: no compaction configuration is in effect for the session (its own, else
     its app's), or not the pair the requested trigger needs. Metadata: `app_name`.
+    """
+    ERROR_REASON_CONTEXT_TOOLS_DISABLED: _ErrorReason.ValueType  # 44
+    """FAILED_PRECONDITION: the context tools are not enabled for the session (its own
+    `context_tools`, else its app's). Metadata: `app_name`.
+    """
+    ERROR_REASON_CONTEXT_EDIT_REFUSED: _ErrorReason.ValueType  # 45
+    """FAILED_PRECONDITION: a context tool's edit breaks one of the rules of
+    docs/design/context-tools.md. Answered to the model in CallContextTool's response
+    (`refusal`), not as a status. Metadata: `rule`, and the rule's details.
     """
     ERROR_REASON_SESSION_ALREADY_EXISTS: _ErrorReason.ValueType  # 30
     """ALREADY_EXISTS: a session with this id already exists. Metadata: `session_id`."""
@@ -216,6 +234,15 @@ ERROR_REASON_INVALID_MODEL_INPUT: ErrorReason.ValueType  # 15
 google-genai Content / Tool / ToolConfig (unknown fields, wrong types, unknown enum values).
 Metadata: `field` (for example "tools[1]").
 """
+ERROR_REASON_UNKNOWN_CONTEXT_TOOL: ErrorReason.ValueType  # 16
+"""INVALID_ARGUMENT: CallContextTool was given a call whose name is not one of the context
+tools (ListContextTools). Metadata: `field` ("call.name"), `name`.
+"""
+ERROR_REASON_INVALID_TOOL_ARGUMENTS: ErrorReason.ValueType  # 17
+"""INVALID_ARGUMENT: a context tool call's arguments have the wrong shape (a missing or
+mistyped argument, an unknown one). Answered to the model in CallContextTool's response
+(`refusal`), not as a status. Metadata: `field` (for example "call.args.first").
+"""
 ERROR_REASON_SESSION_NOT_FOUND: ErrorReason.ValueType  # 20
 """NOT_FOUND: the session does not exist. Metadata: `app_name`, `user_id`, `session_id`."""
 ERROR_REASON_INVOCATION_NOT_FOUND: ErrorReason.ValueType  # 21
@@ -234,6 +261,15 @@ the plan (a rewind or another summary was appended after `based_on_sequence`). M
 ERROR_REASON_COMPACTION_NOT_CONFIGURED: ErrorReason.ValueType  # 43
 """FAILED_PRECONDITION: no compaction configuration is in effect for the session (its own, else
 its app's), or not the pair the requested trigger needs. Metadata: `app_name`.
+"""
+ERROR_REASON_CONTEXT_TOOLS_DISABLED: ErrorReason.ValueType  # 44
+"""FAILED_PRECONDITION: the context tools are not enabled for the session (its own
+`context_tools`, else its app's). Metadata: `app_name`.
+"""
+ERROR_REASON_CONTEXT_EDIT_REFUSED: ErrorReason.ValueType  # 45
+"""FAILED_PRECONDITION: a context tool's edit breaks one of the rules of
+docs/design/context-tools.md. Answered to the model in CallContextTool's response
+(`refusal`), not as a status. Metadata: `rule`, and the rule's details.
 """
 ERROR_REASON_SESSION_ALREADY_EXISTS: ErrorReason.ValueType  # 30
 """ALREADY_EXISTS: a session with this id already exists. Metadata: `session_id`."""

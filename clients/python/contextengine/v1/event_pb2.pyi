@@ -76,6 +76,7 @@ class Event(_message.Message):
     TIMESTAMP_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     PINNED_FIELD_NUMBER: _builtins.int
+    CONTEXT_EDITS_FIELD_NUMBER: _builtins.int
     model_version: _builtins.str
     """Version of the model that produced this event."""
     partial: _builtins.bool
@@ -208,6 +209,16 @@ class Event(_message.Message):
         Stored and returned sorted, as ADK serialises its set.
         """
 
+    @_builtins.property
+    def context_edits(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextEdit]:
+        """Edits of the context the model made with context tools (docs/design/context-tools.md), one
+        per answered edit call. Recorded by the engine, never by a client (ignored on append): on
+        the function-response event that answers context tool calls, the edits those calls make,
+        checked again against the log at append. They take effect in every context built over a log
+        in which this event survives the rewinds, so a rewind before the call undoes them.
+        Engine-only (stripped before handing the event to ADK).
+        """
+
     def __init__(
         self,
         *,
@@ -248,10 +259,11 @@ class Event(_message.Message):
         timestamp: _builtins.float = ...,
         sequence: _builtins.int = ...,
         pinned: _builtins.bool = ...,
+        context_edits: _abc.Iterable[Global___ContextEdit] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_avg_logprobs", b"_avg_logprobs", "_branch", b"_branch", "_environment_id", b"_environment_id", "_error_code", b"_error_code", "_error_message", b"_error_message", "_finish_reason", b"_finish_reason", "_interaction_id", b"_interaction_id", "_interaction_status", b"_interaction_status", "_interrupted", b"_interrupted", "_isolation_scope", b"_isolation_scope", "_live_session_id", b"_live_session_id", "_model_version", b"_model_version", "_partial", b"_partial", "_turn_complete", b"_turn_complete", "_turn_complete_reason", b"_turn_complete_reason", "actions", b"actions", "avg_logprobs", b"avg_logprobs", "branch", b"branch", "cache_metadata", b"cache_metadata", "citation_metadata", b"citation_metadata", "content", b"content", "custom_metadata", b"custom_metadata", "environment_id", b"environment_id", "error_code", b"error_code", "error_message", b"error_message", "finish_reason", b"finish_reason", "go_away", b"go_away", "grounding_metadata", b"grounding_metadata", "input_transcription", b"input_transcription", "interaction_id", b"interaction_id", "interaction_status", b"interaction_status", "interrupted", b"interrupted", "isolation_scope", b"isolation_scope", "live_session_id", b"live_session_id", "live_session_resumption_update", b"live_session_resumption_update", "logprobs_result", b"logprobs_result", "model_version", b"model_version", "node_info", b"node_info", "output", b"output", "output_transcription", b"output_transcription", "partial", b"partial", "turn_complete", b"turn_complete", "turn_complete_reason", b"turn_complete_reason", "usage_metadata", b"usage_metadata", "voice_activity", b"voice_activity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_avg_logprobs", b"_avg_logprobs", "_branch", b"_branch", "_environment_id", b"_environment_id", "_error_code", b"_error_code", "_error_message", b"_error_message", "_finish_reason", b"_finish_reason", "_interaction_id", b"_interaction_id", "_interaction_status", b"_interaction_status", "_interrupted", b"_interrupted", "_isolation_scope", b"_isolation_scope", "_live_session_id", b"_live_session_id", "_model_version", b"_model_version", "_partial", b"_partial", "_turn_complete", b"_turn_complete", "_turn_complete_reason", b"_turn_complete_reason", "actions", b"actions", "author", b"author", "avg_logprobs", b"avg_logprobs", "branch", b"branch", "cache_metadata", b"cache_metadata", "citation_metadata", b"citation_metadata", "content", b"content", "custom_metadata", b"custom_metadata", "environment_id", b"environment_id", "error_code", b"error_code", "error_message", b"error_message", "finish_reason", b"finish_reason", "go_away", b"go_away", "grounding_metadata", b"grounding_metadata", "id", b"id", "input_transcription", b"input_transcription", "interaction_id", b"interaction_id", "interaction_status", b"interaction_status", "interrupted", b"interrupted", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "live_session_id", b"live_session_id", "live_session_resumption_update", b"live_session_resumption_update", "logprobs_result", b"logprobs_result", "long_running_tool_ids", b"long_running_tool_ids", "model_version", b"model_version", "node_info", b"node_info", "output", b"output", "output_transcription", b"output_transcription", "partial", b"partial", "pinned", b"pinned", "sequence", b"sequence", "timestamp", b"timestamp", "turn_complete", b"turn_complete", "turn_complete_reason", b"turn_complete_reason", "usage_metadata", b"usage_metadata", "voice_activity", b"voice_activity"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_avg_logprobs", b"_avg_logprobs", "_branch", b"_branch", "_environment_id", b"_environment_id", "_error_code", b"_error_code", "_error_message", b"_error_message", "_finish_reason", b"_finish_reason", "_interaction_id", b"_interaction_id", "_interaction_status", b"_interaction_status", "_interrupted", b"_interrupted", "_isolation_scope", b"_isolation_scope", "_live_session_id", b"_live_session_id", "_model_version", b"_model_version", "_partial", b"_partial", "_turn_complete", b"_turn_complete", "_turn_complete_reason", b"_turn_complete_reason", "actions", b"actions", "author", b"author", "avg_logprobs", b"avg_logprobs", "branch", b"branch", "cache_metadata", b"cache_metadata", "citation_metadata", b"citation_metadata", "content", b"content", "context_edits", b"context_edits", "custom_metadata", b"custom_metadata", "environment_id", b"environment_id", "error_code", b"error_code", "error_message", b"error_message", "finish_reason", b"finish_reason", "go_away", b"go_away", "grounding_metadata", b"grounding_metadata", "id", b"id", "input_transcription", b"input_transcription", "interaction_id", b"interaction_id", "interaction_status", b"interaction_status", "interrupted", b"interrupted", "invocation_id", b"invocation_id", "isolation_scope", b"isolation_scope", "live_session_id", b"live_session_id", "live_session_resumption_update", b"live_session_resumption_update", "logprobs_result", b"logprobs_result", "long_running_tool_ids", b"long_running_tool_ids", "model_version", b"model_version", "node_info", b"node_info", "output", b"output", "output_transcription", b"output_transcription", "partial", b"partial", "pinned", b"pinned", "sequence", b"sequence", "timestamp", b"timestamp", "turn_complete", b"turn_complete", "turn_complete_reason", b"turn_complete_reason", "usage_metadata", b"usage_metadata", "voice_activity", b"voice_activity"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__avg_logprobs: _TypeAlias = _typing.Literal["avg_logprobs"]  # noqa: Y015
     _WhichOneofArgType__avg_logprobs: _TypeAlias = _typing.Literal["_avg_logprobs", b"_avg_logprobs"]  # noqa: Y015
@@ -315,6 +327,104 @@ class Event(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__turn_complete_reason) -> _WhichOneofReturnType__turn_complete_reason | None: ...
 
 Global___Event: _TypeAlias = Event  # noqa: Y015
+
+@_typing.final
+class ContextEdit(_message.Message):
+    """What a context tool changed. A range is of sequences of one session's log, `first` <= `last`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PIN_FIELD_NUMBER: _builtins.int
+    UNPIN_FIELD_NUMBER: _builtins.int
+    HIDE_FIELD_NUMBER: _builtins.int
+    SUMMARY_SEQUENCE_FIELD_NUMBER: _builtins.int
+    summary_sequence: _builtins.int
+    """The range was summarized by the model: the summary is the ordinary compaction event at
+    this sequence (appended when the tool ran).
+    """
+    @_builtins.property
+    def pin(self) -> Global___SequenceRange:
+        """Keep the events of the range out of every compaction (as `Event.pinned`)."""
+
+    @_builtins.property
+    def unpin(self) -> Global___SequenceRange:
+        """Undo a `pin` of the range (events pinned on append stay pinned)."""
+
+    @_builtins.property
+    def hide(self) -> Global___HiddenRange:
+        """Show the range as one short stub in every context instead of its events."""
+
+    def __init__(
+        self,
+        *,
+        pin: Global___SequenceRange | None = ...,
+        unpin: Global___SequenceRange | None = ...,
+        hide: Global___HiddenRange | None = ...,
+        summary_sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["edit", b"edit", "hide", b"hide", "pin", b"pin", "summary_sequence", b"summary_sequence", "unpin", b"unpin"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["edit", b"edit", "hide", b"hide", "pin", b"pin", "summary_sequence", b"summary_sequence", "unpin", b"unpin"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_edit: _TypeAlias = _typing.Literal["pin", "unpin", "hide", "summary_sequence"]  # noqa: Y015
+    _WhichOneofArgType_edit: _TypeAlias = _typing.Literal["edit", b"edit"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_edit) -> _WhichOneofReturnType_edit | None: ...
+
+Global___ContextEdit: _TypeAlias = ContextEdit  # noqa: Y015
+
+@_typing.final
+class SequenceRange(_message.Message):
+    """A range of sequences of one session's log."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_FIELD_NUMBER: _builtins.int
+    LAST_FIELD_NUMBER: _builtins.int
+    first: _builtins.int
+    """The first event of the range."""
+    last: _builtins.int
+    """The last event of the range (>= `first`)."""
+    def __init__(
+        self,
+        *,
+        first: _builtins.int = ...,
+        last: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first", b"first", "last", b"last"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SequenceRange: _TypeAlias = SequenceRange  # noqa: Y015
+
+@_typing.final
+class HiddenRange(_message.Message):
+    """A hidden range and the text that stands for it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RANGE_FIELD_NUMBER: _builtins.int
+    STUB_FIELD_NUMBER: _builtins.int
+    stub: _builtins.str
+    """What the contexts show instead: the model's words, else the engine's description."""
+    @_builtins.property
+    def range(self) -> Global___SequenceRange:
+        """The range."""
+
+    def __init__(
+        self,
+        *,
+        range: Global___SequenceRange | None = ...,
+        stub: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["range", b"range"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["range", b"range", "stub", b"stub"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HiddenRange: _TypeAlias = HiddenRange  # noqa: Y015
 
 @_typing.final
 class EventActions(_message.Message):

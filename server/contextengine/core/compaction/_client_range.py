@@ -20,7 +20,7 @@ from contextengine.core.compaction._planner import (
     after_surviving_summary,
     seed_event,
 )
-from contextengine.core.context import apply_rewinds
+from contextengine.core.context import apply_context_edits, apply_rewinds
 from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import event_pb2
 
@@ -58,7 +58,11 @@ def client_plan(
             "last_sequence",
             f"last_sequence {last_sequence} is after based_on_sequence {based_on_sequence}",
         )
-    live = [e for e in apply_rewinds(log[:based_on_sequence]) if _scope(e) == isolation_scope]
+    live = [
+        e
+        for e in apply_rewinds(apply_context_edits(log[:based_on_sequence]))
+        if _scope(e) == isolation_scope
+    ]
     by_sequence = {event.sequence: event for event in live}
     for name, sequence in (("first_sequence", first_sequence), ("last_sequence", last_sequence)):
         event = by_sequence.get(sequence)

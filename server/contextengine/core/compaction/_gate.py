@@ -18,6 +18,7 @@ from contextengine.core.adk_json import content_to_adk_dict
 from contextengine.core.context import (
     compaction_ranges,
     covered_intervals,
+    is_stub,
     latest_non_subsumed_compaction,
     surviving_ranges,
 )
@@ -74,8 +75,9 @@ def _request_content(event: event_pb2.Event) -> content_pb2.Content | None:
 
 def request_size(event: event_pb2.Event, memo: MutableMapping[int, int] | None = None) -> int:
     """Characters ``event`` contributes to a request: its summary for a summary event, else its
-    content (0 without one). ``memo`` caches sizes by event sequence (stored events only)."""
-    key = event.sequence
+    content (0 without one). ``memo`` caches sizes by event sequence (stored events only: not a
+    hidden range's stub, which stands in the log at its first event's sequence)."""
+    key = 0 if is_stub(event) else event.sequence
     if memo is not None and key > 0:
         cached = memo.get(key)
         if cached is not None:

@@ -40,6 +40,7 @@ from contextengine.core.compaction._obligations import (
 from contextengine.core.context import (
     DEFAULT_OTHER_AGENT_PREAMBLE,
     ContextOptions,
+    apply_context_edits,
     apply_rewinds,
     build_contents,
     latest_non_subsumed_compaction,
@@ -202,7 +203,11 @@ def plan_sliding_window(
     sizes by sequence across calls."""
     if not (config.HasField("compaction_interval") and config.HasField("overlap_size")):
         return PlanResult(None, NOT_CONFIGURED)
-    events = [event for event in apply_rewinds(log) if not event.HasField("isolation_scope")]
+    events = [
+        event
+        for event in apply_rewinds(apply_context_edits(log))
+        if not event.HasField("isolation_scope")
+    ]
     if not events:
         return PlanResult(None, NOTHING_TO_COMPACT)
     boundary = 0.0
@@ -299,7 +304,7 @@ def latest_prompt_token_count(
     ``scan``, when given, is :func:`scan_recorded` of the rewound log for the agent and scope,
     done already (incrementally, by the service)."""
     if rewound is None:
-        rewound = apply_rewinds(log)
+        rewound = apply_rewinds(apply_context_edits(log))
     if scan is None:
         scan = scan_recorded(rewound, agent_name, isolation_scope)
     if scan.tokens is not None:
@@ -360,7 +365,7 @@ def plan_token_threshold(
     already)."""
     if not (config.HasField("token_threshold") and config.HasField("event_retention_size")):
         return PlanResult(None, NOT_CONFIGURED)
-    rewound = apply_rewinds(log)
+    rewound = apply_rewinds(apply_context_edits(log))
     events = [event for event in rewound if _scope(event) == isolation_scope]
     if not ignore_trigger:
         tokens = (
@@ -411,7 +416,9 @@ def plan_token_threshold(
 def has_live_root_events(log: Sequence[event_pb2.Event]) -> bool:
     """Whether an event of the root scope survives the rewinds (ADK's post-invocation pass does
     nothing otherwise)."""
-    return any(not event.HasField("isolation_scope") for event in apply_rewinds(log))
+    return any(
+        not event.HasField("isolation_scope") for event in apply_rewinds(apply_context_edits(log))
+    )
 
 
 def plan_after_invocation(

@@ -19,6 +19,14 @@ from contextengine.core.context._compaction_view import (
     latest_non_subsumed_compaction,
     surviving_ranges,
 )
+from contextengine.core.context._edits import (
+    EditedLog,
+    Hidden,
+    apply_context_edits,
+    is_stub,
+    live_edits,
+    stub_text,
+)
 from contextengine.core.context._model import Item, item_from_event
 from contextengine.core.context._options import (
     DEFAULT_OTHER_AGENT_PREAMBLE,
@@ -27,19 +35,28 @@ from contextengine.core.context._options import (
 )
 from contextengine.core.context._pipeline import build_contents
 from contextengine.core.context._rewind import apply_rewinds, live_indices
+from contextengine.core.context._visibility import branch_is_visible, same_scope
 
 __all__ = [
     "DEFAULT_OTHER_AGENT_PREAMBLE",
     "CompactionRange",
     "ContextOptions",
+    "EditedLog",
+    "Hidden",
     "IncludeContents",
     "Item",
+    "apply_context_edits",
     "apply_rewinds",
+    "branch_is_visible",
     "build_contents",
     "compaction_ranges",
     "covered_intervals",
+    "is_stub",
     "item_from_event",
     "latest_non_subsumed_compaction",
+    "live_edits",
     "live_indices",
+    "same_scope",
+    "stub_text",
     "surviving_ranges",
 ]

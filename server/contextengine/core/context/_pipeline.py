@@ -6,7 +6,9 @@ from the start of the current turn). Steps, in ADK's order:
 
 rewinds (6.1) -> visibility (6.3) -> compaction masking + recovery of compacted calls (6.4,
 only when a visible summary exists) -> transcription folding (6.5) -> other-agent framing (6.6)
--> call/response repair (6.7) -> emit, plus the isolated agent's first turn (6.8).
+-> call/response repair (6.7) -> emit, plus the isolated agent's first turn (6.8). Before them,
+the model's own edits (context tools: hidden ranges shown as stubs; ``_edits``), which a log
+without them does not have.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 
 from contextengine.core.context._compaction_view import mask_compacted, recover_compacted_calls
 from contextengine.core.context._current_turn import current_turn_start
+from contextengine.core.context._edits import apply_context_edits
 from contextengine.core.context._emit import emit_contents, task_input_content
 from contextengine.core.context._fencing import fence_other_agents
 from contextengine.core.context._model import Item, item_from_event
@@ -68,6 +71,11 @@ def build_contents_tail(
     event of the log: a transcription run not yet ended, or a trailing response the
     latest-response rule moved. ``IncludeContents.NONE`` is always open (the current turn's
     start moves)."""
+    edited = apply_context_edits(events, pins=False)
+    if edited is not events:
+        known = {id(event): item for event, item in zip(events, items or (), strict=False)}
+        events = edited
+        items = [known.get(id(event)) or item_from_event(event) for event in events]
     if options.include_contents is IncludeContents.NONE:
         if options.include_thoughts_from_other_agents:
             options = dataclasses.replace(options, include_thoughts_from_other_agents=False)

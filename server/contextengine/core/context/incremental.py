@@ -6,8 +6,8 @@ set of :class:`ContextOptions`. When the log grows, :func:`materialize` either *
 events. Extending is only done when it provably gives the same contents as a rebuild; the
 pipeline's non-local rules decide when that is:
 
-* rewinds and compaction summaries hide earlier events and (summaries) re-sort the history by
-  timestamp: new events carrying either force a rebuild; so do new events timestamped before the
+* rewinds, compaction summaries and hidden ranges (context tools) hide earlier events and
+  (summaries) re-sort the history by timestamp: new events carrying any of them force a rebuild; so do new events timestamped before the
   end of the view when the view holds a summary (they would be re-sorted into or hidden by it);
 * call/response repair pairs events by call id across the whole history: the view must have no
   open call (every call answered, no pending long-running id) and the new events must not refer to
@@ -207,6 +207,8 @@ def _can_extend(view: View, new: Sequence[event_pb2.Event], new_items: Sequence[
     for event, item in zip(new, new_items, strict=True):
         if item.is_compaction or item.rewind_target:
             return False
+        if any(edit.HasField("hide") for edit in event.context_edits):
+            return False  # a hidden range replaces earlier events by a stub
         if view.has_compaction:
             # Summaries re-sort the history by timestamp and hide events inside their ranges.
             # (written so that a NaN timestamp, which sorts nowhere in particular, fails too)

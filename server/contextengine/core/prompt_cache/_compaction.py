@@ -33,6 +33,7 @@ from contextengine.core.compaction import (
 )
 from contextengine.core.context import (
     ContextOptions,
+    apply_context_edits,
     apply_rewinds,
     build_contents,
     compaction_ranges,
@@ -162,7 +163,9 @@ def restricted_plan(
     covered = [event for event in plan.covered if event.sequence >= boundary_sequence]
     if not covered:
         return None
-    events = [e for e in apply_rewinds(log) if _scope(e) == plan.isolation_scope]
+    events = [
+        e for e in apply_rewinds(apply_context_edits(log)) if _scope(e) == plan.isolation_scope
+    ]
     covered = longest_self_contained_prefix(covered, all_events=events)
     if not covered:
         return None
@@ -193,7 +196,7 @@ def consolidated_plan(
     (``event_retention_size``, moved so no kept response loses its call) and before the first
     pinned event, with every surviving summary that ends inside it rolled in (so they are
     subsumed)."""
-    events = [e for e in apply_rewinds(log) if _scope(e) == isolation_scope]
+    events = [e for e in apply_rewinds(apply_context_edits(log)) if _scope(e) == isolation_scope]
     ranges = compaction_ranges(events)
     summaries = [events[r.position] for r in ranges]
     covered_spans = [(r.start, r.end) for r in ranges if r.start <= r.end]

@@ -53,8 +53,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *       Integer} (a {@link Long} outside the int range), as ADK Java's tools produce them; {@code
  *       -0.0} stays a double. A double that happened to be integral ({@code 2.0}) therefore comes
  *       back as {@code 2}, the one loss of this conversion.
- *   <li>The engine's own fields ({@code sequence}, {@code pinned}, {@code EventCompaction.
- *       start_sequence / end_sequence}) are left out, and so are fields of the engine's {@code
+ *   <li>The engine's own fields ({@code sequence}, {@code pinned}, {@code contextEdits}, {@code
+ *       EventCompaction.start_sequence / end_sequence}) are left out, and so are fields of the engine's {@code
  *       Event} that ADK Java's has no place for ({@link #FIELDS_ADK_JAVA_LACKS}: they come from
  *       ADK Python or TypeScript writers, or from the engine's rewind).
  *   <li>{@code EventActions.deletedArtifactIds} has no place in the engine's {@code Event}: a
@@ -148,6 +148,7 @@ public final class AdkConvert {
     ObjectNode tree = jsonOf(message);
     tree.remove("sequence");
     tree.remove("pinned");
+    tree.remove("contextEdits");
     for (String lacking : FIELDS_ADK_JAVA_LACKS) {
       if (!lacking.startsWith("actions.")) {
         tree.remove(camel(lacking));
