@@ -39,6 +39,7 @@ ENGINE_ONLY_FIELDS = frozenset(
     {
         ("contextengine.v1.Event", "sequence"),
         ("contextengine.v1.Event", "pinned"),
+        ("contextengine.v1.Event", "context_edits"),
         ("contextengine.v1.EventCompaction", "start_sequence"),
         ("contextengine.v1.EventCompaction", "end_sequence"),
     }
@@ -103,6 +104,7 @@ def assert_round_trips(original: Event, *, adk_self_roundtrip: bool = True) -> N
     engine.CopyFrom(decoded)
     engine.sequence = 42
     engine.pinned = True
+    engine.context_edits.add().pin.first = 1
     if engine.actions.HasField("compaction"):
         engine.actions.compaction.start_sequence = 3
         engine.actions.compaction.end_sequence = 17
@@ -239,7 +241,9 @@ def _reachable(descriptor: Descriptor, found: dict[str, Descriptor]) -> None:
         return
     found[descriptor.full_name] = descriptor
     for field in descriptor.fields:
-        if field.message_type is not None:
+        if field.message_type is not None and (descriptor.full_name, field.name) not in (
+            ENGINE_ONLY_FIELDS
+        ):
             _reachable(field.message_type, found)
 
 

@@ -5,9 +5,9 @@ The proto mirrors ADK's ``Event`` field for field (ADR 0001), so the conversion 
 generic converter cannot know:
 
 * parsing is strict (an unknown key is an error, reported as ``INVALID_EVENT``);
-* the engine-only fields (``Event.sequence``, ``Event.pinned``, ``EventCompaction.start_sequence`` /
-  ``end_sequence``) are dropped on the way out, because ADK's ``EventCompaction`` forbids keys it
-  does not know;
+* the engine-only fields (``Event.sequence``, ``Event.pinned``, ``Event.context_edits``,
+  ``EventCompaction.start_sequence`` / ``end_sequence``) are dropped on the way out, because
+  ADK's ``EventCompaction`` forbids keys it does not know;
 * numbers inside JSON-valued fields (``google.protobuf.Struct`` / ``Value`` / ``ListValue``, such
   as ``state_delta``, function-call ``args`` or ``output``) come back as ``int`` when they are
   integral and below 2**53. Protobuf stores them as doubles and ``json_format`` prints ``1.0``;
@@ -101,6 +101,7 @@ def event_to_adk_dict(event: event_pb2.Event) -> dict[str, Any]:
     data: dict[str, Any] = json_format.MessageToDict(event, preserving_proto_field_name=True)
     data.pop("sequence", None)
     data.pop("pinned", None)
+    data.pop("context_edits", None)
     actions = data.get("actions")
     compaction = actions.get("compaction") if actions is not None else None
     if compaction is not None:

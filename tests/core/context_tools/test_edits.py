@@ -16,6 +16,7 @@ import random
 
 import pytest
 
+from contextengine.core.compaction import plan_sliding_window, plan_token_threshold
 from contextengine.core.context import (
     ContextOptions,
     IncludeContents,
@@ -32,7 +33,7 @@ from contextengine.core.context_tools import (
     recorded_edits,
 )
 from contextengine.core.tokens import CharsPerFourCounter
-from contextengine.v1 import event_pb2
+from contextengine.v1 import config_pb2, event_pb2
 from tests.core.context.adk_compare import to_proto
 from tests.core.context.random_sessions import random_options, random_session
 from tests.core.context_tools.log import ON, Log, answer_event, long_session, measure
@@ -230,3 +231,27 @@ def test_a_summary_answer_records_the_summary_it_appended() -> None:
     assert edit.summary_sequence == at
     wrong = answer_event("s", "context_summarize", {"ok": True, "summary_sequence": 3}, "i4")
     assert recorded_edits(log.events, wrong, ON, measure) == []
+
+
+# -- compaction keeps the model's edits --------------------------------------------------------
+
+
+def test_compaction_plans_see_stubs_and_keep_pins() -> None:
+    log = long_session()
+    hide(log, 6, 7, stub="Rows of turn two.")
+    log.answer("p", "context_pin", {"ok": True}, "i4")
+    log.events[-1].context_edits.append(
+        event_pb2.ContextEdit(pin=event_pb2.SequenceRange(first=10, last=11))
+    )
+    tokens = config_pb2.EventsCompactionConfig(token_threshold=1, event_retention_size=0)
+    plan = plan_token_threshold(log.events, tokens, agent_name="agent").plan
+    assert plan is not None
+    window = [event.sequence for event in plan.covered]
+    assert 6 in window
+    assert 7 not in window
+    assert any(is_stub(event) for event in plan.covered)
+    assert not {10, 11} & set(window)  # the model's pin
+    sliding = config_pb2.EventsCompactionConfig(compaction_interval=1, overlap_size=0)
+    plan = plan_sliding_window(log.events, sliding).plan
+    assert plan is not None
+    assert not {10, 11} & {event.sequence for event in plan.covered}

@@ -160,7 +160,21 @@ def test_summarized_events_and_summaries_are_not_edited() -> None:
     error = refused("summarized", check_hide, view, ON, 2, 3, "")
     assert f"the summary at {at}" in error.message
     refused("summarized", check_pin, view, ON, 2, 2)
-    refused("contains_summary", check_hide, log.view("i4"), ON, at, at, "")
+    refused("no_events", check_hide, log.view("i4"), ON, at, at, "")
+
+
+def test_a_new_summary_rolls_up_earlier_ones_whole() -> None:
+    log = long_session()
+    del log.events[-1]
+    at = summary(log, 1, 4)
+    log.user("question of i4", "i4")
+    wide = dataclasses.replace(ON, min_tokens_freed=1)
+    plan = check_summarize(log.view("i4"), wide, 1, 8, "all of it")
+    assert [e.sequence for e in plan.covered] == list(range(1, 9))
+    error = refused("summarized", check_summarize, log.view("i4"), wide, 3, 8, "part")
+    assert "events 1..4" in error.message
+    # a summary sitting in a range it does not cover stays; a range around it is fine
+    assert check_summarize(log.view("i4"), wide, 5, at, "turns 2 and 3")
 
 
 def test_another_branch_or_scope_is_not_in_the_callers_context() -> None:

@@ -140,8 +140,8 @@ class ContextToolsConfig(_message.Message):
     max_edits_per_invocation: _builtins.int
     """Edits (pin, unpin, hide, summarize) one invocation may make; 0: 8. At least 0."""
     max_hidden_fraction: _builtins.float
-    """The most of the session's events (in tokens) the live hidden ranges may stand for, as a
-    fraction; 0: 0.9. Between 0 and 1.
+    """The most of the caller's events no summary covers (in tokens) that live hidden ranges may
+    stand for, as a fraction; 0: 0.9. Between 0 and 1.
     """
     min_tokens_freed: _builtins.int
     """A hide or a summary must take at least this many tokens out of the context (an edit that

@@ -5,8 +5,8 @@ every context built over a log in which that event survives the rewinds, in log 
 
 * ``pin`` / ``unpin`` a range of sequences: the events are pinned (``Event.pinned``) for the
   compaction planner, or no longer (only pins made by ``pin``; a pin set on append stays);
-* ``hide`` a range: its events (those the rewinds leave) are replaced, at the first one's place,
-  by one stub event: author "user", the stub text as one user text part, the first event's
+* ``hide`` a range: its events (those the rewinds leave; a summary in it stays) are replaced, at
+  the first one's place, by one stub event: author "user", the stub text as one user text part, the first event's
   timestamp, invocation id and isolation scope, no branch (visible to every agent, like a
   summary);
 * ``summary_sequence``: nothing here (the summary is an ordinary compaction event).
@@ -136,7 +136,7 @@ def apply_context_edits(
     for index, event in enumerate(events):
         if index in alive:
             hidden = state.hidden_at(event.sequence)
-            if hidden is not None:
+            if hidden is not None and not event.actions.HasField("compaction"):
                 if (hidden.recorded_at, hidden.first) not in stubbed:
                     stubbed.add((hidden.recorded_at, hidden.first))
                     out.append(_stub_event(hidden, event))

@@ -10,7 +10,9 @@ The rules (docs/design/context-tools.md):
 * a range must hold live events the caller can see (its isolation scope, its branch or one
   above it) and must not start or end inside a hidden range;
 * hide and summarize never touch the current turn, the protected turns before it, a pinned
-  event, a summary or what a summary already covers, or an event already hidden; they keep
+  event or an event already hidden; hide never touches what a summary covers (a summary event in
+  a hidden range stays shown), and a new summary takes an earlier one whole (it rolls it up) or
+  not at all; they keep
   calls and their answers together (a range may not split a call from its response) and never
   take a call that is not answered yet (a pending or long-running call, an unanswered
   confirmation or credential request);
@@ -179,20 +181,35 @@ def _check_removable(
                 sequence=sequence,
             )
         if view.is_summary(event):
-            raise EditRefusedError(
-                "contains_summary",
-                f"event {sequence} is a summary; {what} raw events only (a summary's events "
-                "stay readable with context_expand)",
-                sequence=sequence,
-            )
+            # a summary sitting in the range stays as it is (hide), or is rolled up by the new
+            # one when all it covers lies in the range (summarize)
+            span = view.covers(sequence)
+            if what == "summarize" and span is not None and _straddles(span, first, last):
+                raise EditRefusedError(
+                    "contains_summary",
+                    f"event {sequence} is a summary of events {span[0]}..{span[1]}; a new "
+                    "summary takes an earlier one whole: choose a range from "
+                    f"{min(first, span[0])} to {max(last, span[1])}, or one clear of it",
+                    sequence=sequence,
+                )
+            continue
         summary = view.covered_by.get(sequence)
         if summary is not None:
-            raise EditRefusedError(
-                "summarized",
-                f"event {sequence} is already summarized by the summary at {summary}",
-                sequence=sequence,
-                summary_sequence=summary,
-            )
+            span = view.covers(summary)
+            assert span is not None
+            if what != "summarize" or not first <= span[0] <= span[1] <= last:
+                how = (
+                    "take its events whole (a new summary rolls it up) or not at all: events "
+                    f"{span[0]}..{span[1]}"
+                    if what == "summarize"
+                    else "leave them out"
+                )
+                raise EditRefusedError(
+                    "summarized",
+                    f"event {sequence} is already summarized by the summary at {summary}; {how}",
+                    sequence=sequence,
+                    summary_sequence=summary,
+                )
         if view.pinned(event):
             raise EditRefusedError(
                 "pinned",
@@ -202,6 +219,13 @@ def _check_removable(
             )
     _check_calls(view, events, first, last, what)
     return events
+
+
+def _straddles(span: tuple[int, int], first: int, last: int) -> bool:
+    """Whether ``span`` lies partly inside ``first``..``last`` and partly outside."""
+    inside = first <= span[0] and span[1] <= last
+    outside = span[1] < first or span[0] > last
+    return not inside and not outside
 
 
 def _check_calls(
@@ -273,10 +297,21 @@ def _check_calls(
 
 
 def _context_tokens(view: SessionView, events: Sequence[event_pb2.Event]) -> int:
-    """Tokens ``events`` take in the context now: a hidden range counts as its stub."""
+    """Tokens ``events`` take in the context now: a hidden range counts as its stub, what a
+    summary covers as the summary."""
     total = 0
     stubs: set[tuple[int, int]] = set()
+    summaries: set[int] = set()
     for event in events:
+        if view.is_summary(event):
+            continue  # it stays, or (a summary of events in the range) counts as they do
+        summary = view.covered_by.get(event.sequence)
+        if summary is not None:
+            if summary not in summaries:  # a summary counts once, for all it covers
+                summaries.add(summary)
+                shown = view.event(summary)
+                total += view.tokens(shown) if shown is not None else 0
+            continue
         hidden = view.hidden_at(event.sequence)
         if hidden is None:
             total += view.tokens(event)
@@ -336,19 +371,32 @@ def check_hide(
                 f"event {event.sequence} is hidden already ({hidden.first}..{hidden.last})",
                 sequence=event.sequence,
             )
+    events = [event for event in events if not view.is_summary(event)]  # summaries stay
+    if not events:
+        raise EditRefusedError(
+            "no_events",
+            f"{_span(first, last)} holds only summaries, which hide leaves as they are; a new "
+            "summary (context_summarize) can take them whole",
+        )
     text = stub.strip() or derived_stub(view, events)
     stub_tokens = _text_tokens(view, stub_text(Hidden(first, last, text, 0)))
     tokens = sum(view.tokens(event) for event in events)
     _check_freed(view, limits, tokens, stub_tokens, "hiding")
-    visible_total = sum(view.tokens(event) for event in view.scoped() if not view.is_summary(event))
+    # of the raw events no summary covers: what the context would hold without hidden ranges
+    unsummarized = [
+        event
+        for event in view.scoped()
+        if not view.is_summary(event) and event.sequence not in view.covered_by
+    ]
+    visible_total = sum(view.tokens(event) for event in unsummarized)
     hidden_total = sum(
-        view.tokens(event) for event in view.scoped() if view.hidden_at(event.sequence)
+        view.tokens(event) for event in unsummarized if view.hidden_at(event.sequence)
     )
     if visible_total and (hidden_total + tokens) > limits.max_hidden_fraction * visible_total:
         raise EditRefusedError(
             "hidden_limit",
-            f"hiding this range would hide {hidden_total + tokens} of the session's "
-            f"{visible_total} tokens, more than this application allows "
+            f"hiding this range would hide {hidden_total + tokens} of the {visible_total} "
+            "tokens of your unsummarized events, more than this application allows "
             f"({limits.max_hidden_fraction:.0%}); summarize instead (context_summarize)",
             max_hidden_fraction=limits.max_hidden_fraction,
         )
@@ -368,14 +416,20 @@ def check_summarize(
     after = _text_tokens(view, summary)
     _check_freed(view, limits, before, after, "summarizing")
     check_edit_budget(view, limits, earlier)
+    raw = [event for event in events if not view.is_summary(event)]
+    if not raw:
+        raise EditRefusedError(
+            "no_events",
+            f"{_span(first, last)} holds only summaries; choose a range of events",
+        )
     # client_plan reads the log with the edits applied: a hidden range is its stub, at the
     # hidden range's first sequence
-    last_hidden = view.hidden_at(events[-1].sequence)
+    last_hidden = view.hidden_at(raw[-1].sequence)
     try:
         plan = client_plan(
             view.log,
-            first_sequence=events[0].sequence,
-            last_sequence=last_hidden.first if last_hidden is not None else events[-1].sequence,
+            first_sequence=raw[0].sequence,
+            last_sequence=last_hidden.first if last_hidden is not None else raw[-1].sequence,
             rolls_up_sequence=0,
             isolation_scope=view.caller.isolation_scope,
             based_on_sequence=len(view.log),

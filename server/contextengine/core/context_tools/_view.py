@@ -90,6 +90,7 @@ class SessionView:
     turn_start: int = field(init=False)
     _by_sequence: dict[int, event_pb2.Event] = field(init=False)
     _tokens: dict[int, int] = field(init=False, default_factory=dict)
+    _spans: dict[int, tuple[int, int]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         indices = live_indices(self.log)
@@ -111,6 +112,17 @@ class SessionView:
         """The live event at ``sequence``, if any."""
         return self._by_sequence.get(sequence)
 
+    def covers(self, summary: int) -> tuple[int, int] | None:
+        """The first and last sequence of the events the live summary at ``summary`` covers
+        (None: it covers none, or is no surviving summary)."""
+        if self._spans is None:
+            spans: dict[int, tuple[int, int]] = {}
+            for sequence, covering in self.covered_by.items():
+                low, high = spans.get(covering, (sequence, sequence))
+                spans[covering] = (min(low, sequence), max(high, sequence))
+            self._spans = spans
+        return self._spans.get(summary)
+
     def in_range(self, first: int, last: int) -> list[event_pb2.Event]:
         """The live events with sequences ``first``..``last``."""
         return [event for event in self.live if first <= event.sequence <= last]
@@ -125,6 +137,11 @@ class SessionView:
         return event.pinned or event.sequence in self.edits.pinned
 
     def hidden_at(self, sequence: int) -> Hidden | None:
+        """The live hidden range that hides the event at ``sequence`` (a summary in a hidden
+        range is not hidden)."""
+        event = self._by_sequence.get(sequence)
+        if event is not None and _is_summary(event):
+            return None
         return self.edits.hidden_at(sequence)
 
     def is_summary(self, event: event_pb2.Event) -> bool:
