@@ -79,3 +79,16 @@ def test_json_lines_are_one_object_each() -> None:
     out.json_line(_event())
     lines = stream.getvalue().splitlines()
     assert [json.loads(line)["sequence"] for line in lines] == [12, 12]
+
+
+def test_the_events_table_names_the_models_edits() -> None:
+    event = _event()
+    event.context_edits.add().hide.range.CopyFrom(event_pb2.SequenceRange(first=2, last=3))
+    event.context_edits.add().pin.CopyFrom(event_pb2.SequenceRange(first=4, last=4))
+    event.context_edits.add().summary_sequence = 9
+    assert render.edits_note(event) == "; hides #2-#3, pins #4, wrote summary #9"
+    assert render.edits_note(_event()) == ""
+    stream = io.StringIO()
+    console = make_console(stream, width=160)
+    console.print(render.events_table([event]))
+    assert "message; hides #2-#3, pins #4, wrote summary #9" in stream.getvalue()

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.v1 import config_pb2, event_pb2
 from tests.inspector.helpers import (
     ADMIN,
     BOB_ONLY,
@@ -21,7 +22,17 @@ from tests.inspector.helpers import (
     get,
     read_frames,
 )
-from tests.inspector.session import APP, BROWSER_SESSION, SESSION, USER, message, script
+from tests.inspector.session import (
+    APP,
+    BROWSER_SESSION,
+    SESSION,
+    T0,
+    USER,
+    call,
+    message,
+    response,
+    script,
+)
 from tests.observability.helpers import scrape, value
 
 pytestmark = pytest.mark.asyncio(loop_scope="package")
@@ -107,6 +118,56 @@ async def test_the_session_view_annotates_the_log(running: Running) -> None:
     assert events[3]["parts"][0]["name"] == "search_flights"
     assert events[3]["raw"]["content"]["parts"][0]["functionCall"]["name"] == "search_flights"
     assert all(e["tokens"] > 0 for n, e in events.items() if n != 13)
+
+
+async def test_the_session_view_shows_the_models_edits(running: Running) -> None:
+    """An app with the context tools: the answer event lists the edits it records, and the
+    events they hide or pin say by which event."""
+    app, session = "research", "edits"
+    async with running.client() as client:
+        await client.update_app_config(
+            config_pb2.AppConfig(
+                app_name=app,
+                context_tools=config_pb2.ContextToolsConfig(enabled=True, max_hidden_fraction=1),
+            )
+        )
+        await client.create_session(app, USER, session)
+        rows = {"rows": ["a long line of a tool result nobody needs later"] * 60}
+        for event in (
+            message("user", "i1", "Look it up.", 1),
+            call("researcher", "i1", "lookup", {"q": "tides"}, 2),
+            response("researcher", "i1", "lookup", rows, 3),
+            message("researcher", "i1", "Found it: code 7Q.", 4),
+            message("user", "i2", "Tidy up.", 5),
+        ):
+            await client.append_event(app, USER, session, event)
+        tools = client.context_tools(app, USER, session, agent_name="researcher")
+        for number, (name, args) in enumerate(
+            [("context_pin", {"first": 4}), ("context_hide", {"first": 2, "last": 3})]
+        ):
+            call_event = call("researcher", "i2", name, args, 6 + 2 * number)
+            call_event.content.parts[0].function_call.id = f"edit-{number}"
+            await client.append_event(app, USER, session, call_event)
+            answer = await tools.answer(
+                call_event.content.parts[0].function_call, invocation_id="i2"
+            )
+            answer_event = event_pb2.Event(
+                author="researcher", invocation_id="i2", timestamp=T0 + 7 + 2 * number
+            )
+            answer_event.content.role = "user"
+            answer_event.content.parts.add().function_response.CopyFrom(answer)
+            await client.append_event(app, USER, session, answer_event)
+    view = (await get(running, f"api/apps/{app}/users/{USER}/sessions/{session}")).json()
+    events = {event["sequence"]: event for event in view["events"]}
+    assert events[7]["context_edits"] == [{"kind": "pin", "first": 4, "last": 4}]
+    assert events[9]["context_edits"] == [
+        {"kind": "hide", "first": 2, "last": 3, "stub": events[9]["context_edits"][0]["stub"]}
+    ]
+    assert events[9]["context_edits"][0]["stub"].startswith("They held results of lookup")
+    assert [n for n, e in events.items() if e["hidden_by"] == 9] == [2, 3]
+    assert [n for n, e in events.items() if e["pinned_by"] == 7] == [4]
+    assert events[1]["hidden_by"] is None
+    assert events[1]["context_edits"] == []
 
 
 async def test_the_context_is_the_agents_and_matches_build_context(running: Running) -> None:

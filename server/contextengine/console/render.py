@@ -301,9 +301,25 @@ def session_view(session: session_pb2.Session) -> Group:
     return Group(*parts)
 
 
+def edits_note(event: event_pb2.Event) -> str:
+    """The edits of the model's context an answer records (context tools), as ``; hides #2-#3,
+    pins #4``; "" for none."""
+    said: list[str] = []
+    for edit in event.context_edits:
+        kind = edit.WhichOneof("edit")
+        if kind == "summary_sequence":
+            said.append(f"wrote summary #{edit.summary_sequence}")
+            continue
+        span = edit.hide.range if kind == "hide" else edit.pin if kind == "pin" else edit.unpin
+        where = f"#{span.first}" if span.first == span.last else f"#{span.first}-#{span.last}"
+        said.append(f"{kind}s {where}")
+    return "; " + ", ".join(said) if said else ""
+
+
 def events_table(events: Iterable[event_pb2.Event], title: str | None = None) -> Table:
-    """One row per event: sequence, time, author, invocation, kind, prompt tokens (the usage
-    the model reported), what it says (a summary: the range it covers)."""
+    """One row per event: sequence, time, author, invocation, kind (with the context edits an
+    answer records), prompt tokens (the usage the model reported), what it says (a summary: the
+    range it covers)."""
     listed = list(events)
     days = {when(event.timestamp)[:10] for event in listed}
     one_day = len(days) == 1
@@ -331,7 +347,7 @@ def events_table(events: Iterable[event_pb2.Event], title: str | None = None) ->
             stamp[11:] if one_day else stamp,
             Text(event.author + branch, style=_author_style(event)),
             clip(event.invocation_id, 12) or "-",
-            event_kind(event) + (" (pinned)" if event.pinned else ""),
+            event_kind(event) + (" (pinned)" if event.pinned else "") + edits_note(event),
             _event_tokens(event),
             _event_body(event, None),
         )

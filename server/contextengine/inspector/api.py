@@ -248,6 +248,7 @@ class InspectorApi:
             if index in surviving:
                 for sequence in covered:
                     covered_by.setdefault(sequence, event.sequence)
+        hidden_by, pinned_by = _edited_by(events, live)
         contents = [
             event.actions.compaction.compacted_content
             if event.actions.HasField("compaction")
@@ -267,6 +268,8 @@ class InspectorApi:
                 covered_by=covered_by.get(event.sequence),
                 covers=covers.get(offset + i),
                 surviving=(offset + i) in surviving,
+                hidden_by=hidden_by.get(event.sequence),
+                pinned_by=pinned_by.get(event.sequence),
             )
             for i, event in enumerate(shown)
         ]
@@ -298,6 +301,8 @@ class InspectorApi:
         covered_by: int | None,
         covers: list[int] | None,
         surviving: bool,
+        hidden_by: int | None = None,
+        pinned_by: int | None = None,
     ) -> dict[str, Any]:
         actions = event.actions
         row: dict[str, Any] = {
@@ -313,6 +318,11 @@ class InspectorApi:
             "pinned": event.pinned,
             "rewound": rewound,
             "covered_by": covered_by,
+            # the model's edits (context tools): the ones this event records, and the answer
+            # events whose edits hide or pin it now
+            "context_edits": [_edit_row(edit) for edit in event.context_edits],
+            "hidden_by": hidden_by,
+            "pinned_by": pinned_by,
             "state_delta": _struct(actions.state_delta) if actions.HasField("state_delta") else {},
             "raw": json_format.MessageToDict(event),
         }
@@ -483,3 +493,47 @@ def _sample(events: Sequence[event_pb2.Event], points: int) -> list[int]:
 
 def bad_parameter(name: str, message: str) -> ContextEngineError:
     return invalid("INVALID_ARGUMENT", name, message)
+
+
+def _edited_by(
+    events: Sequence[event_pb2.Event], live: set[int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """By sequence: the answer event whose live edit hides the event, and the one whose live
+    ``pin`` pins it (an ``unpin`` after it removes it), in log order."""
+    hidden_by: dict[int, int] = {}
+    pinned_by: dict[int, int] = {}
+    for index, event in enumerate(events):
+        if index not in live:
+            continue
+        for edit in event.context_edits:
+            kind = edit.WhichOneof("edit")
+            if kind == "hide":
+                for sequence in range(edit.hide.range.first, edit.hide.range.last + 1):
+                    hidden_by.setdefault(sequence, event.sequence)
+            elif kind == "pin":
+                for sequence in range(edit.pin.first, edit.pin.last + 1):
+                    pinned_by[sequence] = event.sequence
+            elif kind == "unpin":
+                for sequence in range(edit.unpin.first, edit.unpin.last + 1):
+                    pinned_by.pop(sequence, None)
+    for sequence in [
+        s for s in hidden_by if s > len(events) or events[s - 1].actions.HasField("compaction")
+    ]:
+        del hidden_by[sequence]  # a summary in a hidden range stays shown
+    return hidden_by, pinned_by
+
+
+def _edit_row(edit: event_pb2.ContextEdit) -> dict[str, Any]:
+    """One edit the model made, as the inspector shows it."""
+    kind = edit.WhichOneof("edit")
+    if kind == "hide":
+        return {
+            "kind": "hide",
+            "first": edit.hide.range.first,
+            "last": edit.hide.range.last,
+            "stub": edit.hide.stub,
+        }
+    if kind == "summary_sequence":
+        return {"kind": "summary", "summary_sequence": edit.summary_sequence}
+    span = edit.pin if kind == "pin" else edit.unpin
+    return {"kind": kind or "", "first": span.first, "last": span.last}

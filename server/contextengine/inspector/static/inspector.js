@@ -314,7 +314,7 @@ function renderTimeline(view) {
   for (const event of view.events) {
     const li = el("li", { data: { sequence: event.sequence, kind: event.kind } });
     li.classList.add(`kind-${event.kind}`);
-    if (event.covered_by !== null) li.classList.add("covered");
+    if (event.covered_by !== null || event.hidden_by !== null) li.classList.add("covered");
     if (event.rewound) li.classList.add("rewound");
     if (event.pinned) li.classList.add("pinned");
     if (event.summary) li.classList.add("summary-row");
@@ -326,6 +326,9 @@ function renderTimeline(view) {
       el("span", { class: `kind ${event.kind}`, text: event.kind.replace("_", " ") }),
       event.branch ? el("span", { class: "muted", text: event.branch }) : null,
       event.pinned ? el("span", { class: "pin", text: "pinned", title: "never compacted" }) : null,
+      event.pinned_by !== null
+        ? el("span", { class: "pin", text: `pinned by #${event.pinned_by}`, title: "pinned by the model (context_pin)" })
+        : null,
       el("span", { class: "tokens", text: `${event.tokens} tok` }),
     );
     li.append(head);
@@ -343,6 +346,29 @@ function renderTimeline(view) {
       li.append(renderParts(event.parts));
     }
     if (event.covered_by !== null) li.append(el("div", { class: "note", text: `covered by summary #${event.covered_by}` }));
+    if (event.hidden_by !== null) {
+      li.append(el("div", { class: "note", text: `hidden from the context by the model (edit recorded on #${event.hidden_by})` }));
+    }
+    for (const edit of event.context_edits || []) {
+      const span = edit.first === edit.last ? `#${edit.first}` : `#${edit.first}–#${edit.last}`;
+      const text =
+        edit.kind === "hide"
+          ? `model edit: hides ${span} (stub: ${edit.stub})`
+          : edit.kind === "summary"
+            ? `model edit: wrote the summary #${edit.summary_sequence}`
+            : `model edit: ${edit.kind}s ${span}`;
+      const note = el("div", { class: "note edit", text });
+      if (edit.kind !== "summary") {
+        const range = [];
+        for (let s = edit.first; s <= edit.last; s += 1) range.push(s);
+        note.addEventListener("mouseenter", () => highlight(range));
+        note.addEventListener("mouseleave", () => highlight([]));
+      } else {
+        note.addEventListener("mouseenter", () => highlight([edit.summary_sequence]));
+        note.addEventListener("mouseleave", () => highlight([]));
+      }
+      li.append(note);
+    }
     if (event.rewind_before_invocation_id) {
       li.append(el("div", { class: "note", text: `rewinds before invocation ${event.rewind_before_invocation_id}` }));
     }
