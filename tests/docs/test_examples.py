@@ -33,6 +33,7 @@ SCRIPTS = {
     "Compaction": "compaction.py",
     "Prompt caching": "prompt_caching.py",
     "Renderings for OpenAI and Anthropic models": "renderings.py",
+    "Context tools: the model steers its own context": "context_tools.py",
     "Memory": "memory.py",
     "In-process engine (no sidecar)": "in_process.py",
 }
