@@ -160,6 +160,7 @@ async def test_the_session_view_shows_the_models_edits(running: Running) -> None
     view = (await get(running, f"api/apps/{app}/users/{USER}/sessions/{session}")).json()
     events = {event["sequence"]: event for event in view["events"]}
     assert events[7]["context_edits"] == [{"kind": "pin", "first": 4, "last": 4}]
+    assert events[6]["parts"][0]["args"] == '{"first": 4}'  # whole numbers stay whole
     assert events[9]["context_edits"] == [
         {"kind": "hide", "first": 2, "last": 3, "stub": events[9]["context_edits"][0]["stub"]}
     ]

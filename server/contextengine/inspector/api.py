@@ -11,12 +11,13 @@ business (``routes``): these functions trust their arguments' addresses.
 
 from __future__ import annotations
 
+import json as json_module
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 
 from contextengine.core.context import (
     ContextOptions,
@@ -27,6 +28,7 @@ from contextengine.core.context import (
 from contextengine.core.context.incremental import View, materialize
 from contextengine.core.errors import ContextEngineError, invalid
 from contextengine.core.prompt_cache import cacheable_count
+from contextengine.core.structs import struct_to_dict
 from contextengine.core.tokens import TokenCounter, default_counter
 from contextengine.core.validate import check_agent_name, check_branch, check_id
 from contextengine.engine import Engine, model_of, preserve_function_call_ids
@@ -118,14 +120,15 @@ def _short(text: str) -> str:
     return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
 
 
-def _struct(message: Any) -> Any:
-    return json_format.MessageToDict(message)
+def _struct(message: struct_pb2.Struct) -> dict[str, Any]:
+    """A Struct as JSON values, whole numbers as integers (``2``, not ``2.0``)."""
+    return struct_to_dict(message, "struct")
 
 
 def _tool_part(kind: str, part: Any, payload: str) -> dict[str, Any]:
     """A function call or response: its name, id and its ``payload`` Struct as short JSON."""
     json = (
-        _short(json_format.MessageToJson(getattr(part, payload), indent=None))
+        _short(json_module.dumps(_struct(getattr(part, payload)), ensure_ascii=False))
         if part.HasField(payload)
         else "{}"
     )
