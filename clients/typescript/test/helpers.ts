@@ -10,6 +10,8 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from "n
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Interceptor } from "@connectrpc/connect";
+import type { BuildContextResponse, ContextEngineClient } from "../src/index.js";
 
 export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const REPO_ROOT = resolve(PACKAGE_DIR, "..", "..");
@@ -67,6 +69,44 @@ async function startServer(): Promise<{ target: string; child: ChildProcess; dir
   }
   child.kill("SIGKILL");
   throw new Error("the server did not start within 30 s");
+}
+
+/** An event saying `text` (a user's, or an agent's as the model). */
+export function said(author: string, invocationId: string, text: string) {
+  const role = author === "user" ? "user" : "model";
+  return { author, invocationId, content: { role, parts: [{ text }] } };
+}
+
+/** An interceptor that records `measure` of each BuildContext answer received, into `sent`. */
+export function recordBuildContext<T>(
+  sent: T[],
+  measure: (answer: BuildContextResponse) => T,
+): Interceptor {
+  return (next) => async (request) => {
+    const response = await next(request);
+    if (!response.stream && response.method.name === "BuildContext") {
+      sent.push(measure(response.message as unknown as BuildContextResponse));
+    }
+    return response;
+  };
+}
+
+/** Appends a summary (`text`, as the model's) of the session's first event. */
+export async function summarizeFirstEvent(
+  ce: ContextEngineClient,
+  address: { appName: string; userId: string; sessionId: string },
+  text: string,
+): Promise<void> {
+  const [first] = (await ce.listEvents({ ...address })).events;
+  if (first === undefined) {
+    throw new Error("the session has no event to summarize");
+  }
+  const range = { startTimestamp: first.timestamp, endTimestamp: first.timestamp };
+  const compactedContent = { role: "model", parts: [{ text }] };
+  await ce.appendEvent({
+    ...address,
+    event: { author: "user", actions: { compaction: { ...range, compactedContent } } },
+  });
 }
 
 /** A unique app name, so tests never see each other's sessions. */
