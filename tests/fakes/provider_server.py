@@ -12,7 +12,9 @@ as a process (for the TypeScript, Java and Kotlin examples), until stopped.
   shape, naming what was wrong. A valid one is answered with the provider's response JSON: one
   assistant text, ``Seen <n> messages; the last said: <its text, cut>.`` (``n``: messages or input
   items), with usage counts.
-* Every request is recorded in ``fake.requests`` (path and parsed JSON body).
+* Every request is recorded in ``fake.requests`` (path and parsed JSON body), and with
+  ``record_to`` (``--record FILE``) appended to that file as a JSON line (``path``, ``status``,
+  ``body``), for a test that runs the fake as a process.
 """
 
 from __future__ import annotations
@@ -93,8 +95,10 @@ def _answer(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
             return 404, {"error": {"message": f"no route {path}", "type": "not_found"}}
     except (KeyError, ValidationError) as error:
         return 400, {"error": {"message": str(error)[:2000], "type": "invalid_request_error"}}
-    listed = list(items)
-    text = f"Seen {len(listed)} messages; the last said: {_last_text(listed)[:40]}."
+    # The text is read from the body as sent: validation turns Anthropic's content blocks into
+    # a lazy iterator.
+    sent = body["input" if path == "/v1/responses" else "messages"]
+    text = f"Seen {len(list(items))} messages; the last said: {_last_text(sent)[:40]}."
     usage = {"input": len(json.dumps(body)) // 4, "output": len(text) // 4}
     if path == "/v1/chat/completions":
         return 200, {
@@ -154,8 +158,9 @@ def _answer(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def start_fake_providers(port: int = 0) -> Iterator[FakeProviders]:
-    """Serves the fake on ``127.0.0.1:port`` (0: a free one) until the block ends."""
+def start_fake_providers(port: int = 0, record_to: Path | None = None) -> Iterator[FakeProviders]:
+    """Serves the fake on ``127.0.0.1:port`` (0: a free one) until the block ends; with
+    ``record_to``, each request is also appended to that file as a JSON line."""
     recorded: list[Recorded] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -168,6 +173,10 @@ def start_fake_providers(port: int = 0) -> Iterator[FakeProviders]:
             path = self.path.split("?", 1)[0]
             recorded.append(Recorded(path, body))
             status, answer = _answer(path, body if isinstance(body, dict) else {})
+            if record_to is not None:
+                line = json.dumps({"path": path, "status": status, "body": body})
+                with record_to.open("a") as out:
+                    out.write(line + "\n")
             data = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
@@ -193,8 +202,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port-file", type=Path, help="write the port here once serving")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--record", type=Path, help="append each request here as a JSON line")
     args = parser.parse_args()
-    with start_fake_providers(args.port) as fake:
+    with start_fake_providers(args.port, args.record) as fake:
         if args.port_file is not None:
             args.port_file.write_text(str(fake.port))
         print(f"fake providers on 127.0.0.1:{fake.port}", flush=True)

@@ -91,6 +91,8 @@ import {
   type WatchSessionStateRequestSchema,
   type WatchSessionStateResponse,
 } from "./gen/contextengine/v1/subscription_service_pb.js";
+import { answerPart, type RenderableFormat, type RequestPartOf } from "./rendered.js";
+import { RenderedView, type RenderedViewInit } from "./rendered_view.js";
 import { backoffMs, cancelled, type FollowPolicy, follow, sleep } from "./resume.js";
 import { traceContext } from "./tracing.js";
 import { APP, APP_USER, requireEvent, requireFields, SESSION } from "./validate.js";
@@ -164,6 +166,7 @@ export type BuildContextOptions = Pick<
   | "toolConfig"
   | "invocationId"
   | "since"
+  | "render"
 >;
 
 /** Options of one unary call. */
@@ -553,6 +556,9 @@ export class ContextEngineClient {
    *   earlier answer the caller still holds; the answer's `contents` are then only those after
    *   the first `baseContentsCount` held ones (0: all of them). The answer is returned as sent;
    *   {@link contextView} keeps the last answer and reassembles for you.
+   * - `render` (`{ format, since? }`): the context rendered for another provider instead of
+   *   `contents`, in `rendered` (docs/design/renderings.md): {@link renderContext} gives it as the
+   *   provider's request part, {@link renderedView} keeps the items for `render.since`.
    */
   buildContext(request: BuildContextInit, options?: CallOptions): Promise<BuildContextResponse> {
     const method = "ContextService/BuildContext";
@@ -567,6 +573,31 @@ export class ContextEngineClient {
    */
   contextView(request: ContextViewInit): ContextView {
     return new ContextView(this, request);
+  }
+
+  /**
+   * The context for the next model call rendered as `format`, as the provider's own request
+   * part (see {@link requestPart}): `{ messages }` for OpenAI Chat Completions, `{ input,
+   * instructions? }` for the Responses API, `{ messages, system? }` for Anthropic Messages, typed
+   * with the provider SDK's types; spread it into the SDK's call. `request`: as
+   * {@link buildContext}'s, without `render`.
+   */
+  async renderContext<F extends RenderableFormat>(
+    request: RenderedViewInit,
+    format: F,
+    options?: CallOptions,
+  ): Promise<RequestPartOf<F>> {
+    const answer = await this.buildContext({ ...request, render: { format } }, options);
+    return answerPart(answer, format);
+  }
+
+  /**
+   * A {@link RenderedView} of `request` rendered as `format`: its `build()` sends `render.since`
+   * with the items of its last rendering and resolves to the whole request part, while only the
+   * new items cross the wire.
+   */
+  renderedView<F extends RenderableFormat>(request: RenderedViewInit, format: F): RenderedView<F> {
+    return new RenderedView(this, format, request);
   }
 
   // Compaction --------------------------------------------------------------------------------

@@ -48,5 +48,23 @@ export * from "./gen/contextengine/v1/session_pb.js";
 export * from "./gen/contextengine/v1/session_service_pb.js";
 export * from "./gen/contextengine/v1/subscription_service_pb.js";
 export { type ErrorInfo, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
+export {
+  type AnthropicMessageParam,
+  type AnthropicMessagesPart,
+  type AnthropicSystemParam,
+  isRenderableFormat,
+  type OpenAIChatPart,
+  type OpenAIResponsesPart,
+  partItems,
+  type RenderableFormat,
+  type RenderedItem,
+  type RenderedItemOf,
+  type RenderedItems,
+  type RequestPart,
+  type RequestPartOf,
+  type RequestParts,
+  requestPart,
+} from "./rendered.js";
+export { RenderedView, type RenderedViewInit, type Rendering } from "./rendered_view.js";
 export { isResumable } from "./resume.js";
 export { traceContext } from "./tracing.js";

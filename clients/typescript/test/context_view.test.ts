@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
 import { BuildContextResponseSchema } from "../src/gen/contextengine/v1/context_service_pb.js";
 import {
   type BuildContextResponse,
@@ -15,7 +14,14 @@ import {
   ContextEngineError,
   reassemble,
 } from "../src/index.js";
-import { serverTarget, stopServer, uniqueApp } from "./helpers.js";
+import {
+  recordBuildContext,
+  said,
+  serverTarget,
+  stopServer,
+  summarizeFirstEvent,
+  uniqueApp,
+} from "./helpers.js";
 
 let ce: ContextEngineClient;
 /** A client that records what each BuildContext answer carried on the wire. */
@@ -23,14 +29,10 @@ let spied: ContextEngineClient;
 /** [base_contents_count, number of contents sent] of each BuildContext answer `spied` received. */
 const sent: Array<[number, number]> = [];
 
-const record: Interceptor = (next) => async (request) => {
-  const response = await next(request);
-  if (!response.stream && response.method.name === "BuildContext") {
-    const answer = response.message as unknown as BuildContextResponse;
-    sent.push([answer.baseContentsCount, answer.contents.length]);
-  }
-  return response;
-};
+const record = recordBuildContext(sent, (answer) => [
+  answer.baseContentsCount,
+  answer.contents.length,
+]);
 
 before(async () => {
   const target = await serverTarget();
@@ -43,14 +45,6 @@ after(() => {
   spied.close();
   stopServer();
 });
-
-function said(author: string, invocationId: string, text: string) {
-  return {
-    author,
-    invocationId,
-    content: { role: author === "user" ? "user" : "model", parts: [{ text }] },
-  };
-}
 
 async function newSession() {
   const { session } = await ce.createSession({ appName: uniqueApp(), userId: "u" });
@@ -146,7 +140,7 @@ describe("ContextView", () => {
     assert.equal(unchanged.contents.length, 2);
     await assertSameAsFull(unchanged, address);
 
-    const appended = await ce.appendEvents({
+    await ce.appendEvents({
       ...address,
       events: [said("user", "i2", "And on Tuesday?"), said("guide", "i2", "Both are open.")],
     });
@@ -161,22 +155,7 @@ describe("ContextView", () => {
     await assertSameAsFull(rewound, address);
 
     // A summary of the first turn replaces its contents.
-    const [firstEvent] = (await ce.listEvents({ ...address })).events;
-    const lastOfTurn = appended.events[0];
-    assert.ok(firstEvent && lastOfTurn);
-    await ce.appendEvent({
-      ...address,
-      event: {
-        author: "user",
-        actions: {
-          compaction: {
-            startTimestamp: firstEvent.timestamp,
-            endTimestamp: firstEvent.timestamp,
-            compactedContent: { role: "model", parts: [{ text: "Asked about Monday." }] },
-          },
-        },
-      },
-    });
+    await summarizeFirstEvent(ce, address, "Asked about Monday.");
     const compacted = await view.build();
     await assertSameAsFull(compacted, address);
     assert.ok(compacted.contents.some((c) => c.parts[0]?.text === "Asked about Monday."));

@@ -1,7 +1,8 @@
 /**
  * Test helpers: the sidecar to test against (CONTEXTENGINE_TARGET, as `make test` sets it, or a
- * `contextengine serve` started here from the repository's .venv), unique names, a TCP proxy
- * that can cut connections, and a server that accepts connections but never answers.
+ * `contextengine serve` started here from the repository's .venv), the fake OpenAI and
+ * Anthropic APIs (also from the .venv), unique names, a TCP proxy that can cut connections, and a
+ * server that accepts connections but never answers.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -10,11 +11,13 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from "n
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Interceptor } from "@connectrpc/connect";
+import type { BuildContextResponse, ContextEngineClient } from "../src/index.js";
 
 export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const REPO_ROOT = resolve(PACKAGE_DIR, "..", "..");
 
-let started: { target: string; child: ChildProcess; dir: string } | undefined;
+let started: (Served & { target: string }) | undefined;
 
 /** host:port of a running sidecar: $CONTEXTENGINE_TARGET, or one started for this test file. */
 export async function serverTarget(): Promise<string> {
@@ -23,7 +26,8 @@ export async function serverTarget(): Promise<string> {
     return fromEnv;
   }
   if (started === undefined) {
-    started = await startServer();
+    const served = await startServer();
+    started = { ...served, target: `127.0.0.1:${served.port}` };
   }
   return started.target;
 }
@@ -31,42 +35,152 @@ export async function serverTarget(): Promise<string> {
 /** Stops the server this file started (if any). */
 export function stopServer(): void {
   if (started !== undefined) {
-    started.child.kill("SIGTERM");
-    rmSync(started.dir, { recursive: true, force: true });
+    stop(started);
     started = undefined;
   }
 }
 
-async function startServer(): Promise<{ target: string; child: ChildProcess; dir: string }> {
+/** A child process of the repository's .venv Python that writes its port to a file. */
+interface Served {
+  port: string;
+  child: ChildProcess;
+  /** A temporary directory of its own (the port file is in it), removed by `stop`. */
+  dir: string;
+}
+
+/**
+ * Runs `.venv/bin/python args...` (`args` given the port file and the process's directory) from
+ * the repository root and waits until it has written its port (`orElse`: what else the error
+ * suggests when there is no .venv).
+ */
+async function startPython(
+  what: string,
+  args: (portFile: string, dir: string) => string[],
+  orElse = "",
+): Promise<Served> {
   const python = join(REPO_ROOT, ".venv", "bin", "python");
   if (!existsSync(python)) {
-    throw new Error(`set CONTEXTENGINE_TARGET or create ${python} (make install)`);
+    throw new Error(`create ${python} for the ${what} (make install-dev)${orElse}`);
   }
   const dir = mkdtempSync(join(tmpdir(), "ce-ts-test-"));
   const portFile = join(dir, "port");
-  const child = spawn(
-    python,
-    ["-m", "contextengine", "serve", "--db", ":memory:", "--listen", "127.0.0.1:0"].concat([
-      "--port-file",
-      portFile,
-      "--log-level",
-      "WARNING",
-    ]),
-    { stdio: ["ignore", "ignore", "inherit"] },
-  );
+  const child = spawn(python, args(portFile, dir), {
+    cwd: REPO_ROOT,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
-      throw new Error(`the server exited with ${child.exitCode}`);
+      throw new Error(`the ${what} exited with ${child.exitCode}`);
     }
     const port = existsSync(portFile) ? readFileSync(portFile, "utf8").trim() : "";
     if (/^\d+$/.test(port)) {
-      return { target: `127.0.0.1:${port}`, child, dir };
+      return { port, child, dir };
     }
     await new Promise((r) => setTimeout(r, 50));
   }
   child.kill("SIGKILL");
-  throw new Error("the server did not start within 30 s");
+  throw new Error(`the ${what} did not start within 30 s`);
+}
+
+function stop(served: Served): void {
+  served.child.kill("SIGTERM");
+  rmSync(served.dir, { recursive: true, force: true });
+}
+
+async function startServer(): Promise<Served> {
+  const args = (portFile: string) => [
+    "-m",
+    "contextengine",
+    "serve",
+    "--db",
+    ":memory:",
+    "--listen",
+    "127.0.0.1:0",
+    "--port-file",
+    portFile,
+    "--log-level",
+    "WARNING",
+  ];
+  return startPython("server", args, ", or set CONTEXTENGINE_TARGET");
+}
+
+/** A request the fake providers received, and the status they answered. */
+export interface ProviderRequest {
+  path: string;
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** The fake OpenAI and Anthropic APIs (tests/fakes/provider_server.py) as a process. */
+export interface FakeProviders {
+  /** OpenAI's base URL (`.../v1`), for `new OpenAI({ baseURL })`. */
+  openaiBaseUrl: string;
+  /** Anthropic's base URL, for `new Anthropic({ baseURL })`. */
+  anthropicBaseUrl: string;
+  /** Every request received so far, in order (each body checked against the SDKs' types). */
+  requests(): ProviderRequest[];
+  stop(): void;
+}
+
+/** Starts the fake providers with the repository's .venv Python (which has the SDKs' types). */
+export async function startFakeProviders(): Promise<FakeProviders> {
+  let record = "";
+  const served = await startPython("fake providers", (portFile, dir) => {
+    record = join(dir, "requests.jsonl");
+    return ["-m", "tests.fakes.provider_server", "--port-file", portFile, "--record", record];
+  });
+  const base = `http://127.0.0.1:${served.port}`;
+  return {
+    openaiBaseUrl: `${base}/v1`,
+    anthropicBaseUrl: base,
+    requests: () =>
+      existsSync(record)
+        ? readFileSync(record, "utf8")
+            .split("\n")
+            .filter((line) => line !== "")
+            .map((line) => JSON.parse(line) as ProviderRequest)
+        : [],
+    stop: () => stop(served),
+  };
+}
+
+/** An event saying `text` (a user's, or an agent's as the model). */
+export function said(author: string, invocationId: string, text: string) {
+  const role = author === "user" ? "user" : "model";
+  return { author, invocationId, content: { role, parts: [{ text }] } };
+}
+
+/** An interceptor that records `measure` of each BuildContext answer received, into `sent`. */
+export function recordBuildContext<T>(
+  sent: T[],
+  measure: (answer: BuildContextResponse) => T,
+): Interceptor {
+  return (next) => async (request) => {
+    const response = await next(request);
+    if (!response.stream && response.method.name === "BuildContext") {
+      sent.push(measure(response.message as unknown as BuildContextResponse));
+    }
+    return response;
+  };
+}
+
+/** Appends a summary (`text`, as the model's) of the session's first event. */
+export async function summarizeFirstEvent(
+  ce: ContextEngineClient,
+  address: { appName: string; userId: string; sessionId: string },
+  text: string,
+): Promise<void> {
+  const [first] = (await ce.listEvents({ ...address })).events;
+  if (first === undefined) {
+    throw new Error("the session has no event to summarize");
+  }
+  const range = { startTimestamp: first.timestamp, endTimestamp: first.timestamp };
+  const compactedContent = { role: "model", parts: [{ text }] };
+  await ce.appendEvent({
+    ...address,
+    event: { author: "user", actions: { compaction: { ...range, compactedContent } } },
+  });
 }
 
 /** A unique app name, so tests never see each other's sessions. */

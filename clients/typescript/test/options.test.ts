@@ -14,7 +14,7 @@ import {
   fingerprint,
   ModelProvider,
 } from "../src/index.js";
-import { serverTarget, stopServer, uniqueApp } from "./helpers.js";
+import { said, serverTarget, stopServer, uniqueApp } from "./helpers.js";
 
 let ce: ContextEngineClient;
 
@@ -26,11 +26,6 @@ after(() => {
   ce.close();
   stopServer();
 });
-
-function said(author: string, invocationId: string, text: string) {
-  const role = author === "user" ? "user" : "model";
-  return { author, invocationId, content: { role, parts: [{ text }] } };
-}
 
 async function newSession(appName: string, userId = "u") {
   const { session } = await ce.createSession({ appName, userId });

@@ -7,29 +7,44 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { promisify } from "node:util";
-import { PACKAGE_DIR, REPO_ROOT, serverTarget, stopServer } from "./helpers.js";
+import {
+  type FakeProviders,
+  PACKAGE_DIR,
+  REPO_ROOT,
+  serverTarget,
+  startFakeProviders,
+  stopServer,
+} from "./helpers.js";
 
-after(() => stopServer());
+let fake: FakeProviders | undefined;
+
+after(() => {
+  fake?.stop();
+  stopServer();
+});
 
 /** The ```ts blocks under ## TypeScript. */
 function readmeBlocks(): string[] {
   const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
   const section = readme.split("\n## TypeScript\n")[1]?.split("\n## ")[0] ?? "";
   const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.ok(blocks.length >= 2, "README.md has two ```ts blocks under ## TypeScript");
+  assert.ok(blocks.length >= 3, "README.md has three ```ts blocks under ## TypeScript");
   return blocks;
 }
 
 const SOURCE = JSON.stringify(join(PACKAGE_DIR, "src", "index.ts"));
 
-/** Runs a module with tsx; its output lines. */
-async function runModule(source: string): Promise<string[]> {
+/** Runs a module with tsx (with `env` added to this process's); its output lines. */
+async function runModule(source: string, env: Record<string, string> = {}): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), "ce-readme-"));
   try {
     const file = join(dir, "readme.mts");
     writeFileSync(file, source);
     const tsx = join(PACKAGE_DIR, "node_modules", ".bin", "tsx");
-    const { stdout } = await promisify(execFile)(tsx, [file], { timeout: 60_000 });
+    const { stdout } = await promisify(execFile)(tsx, [file], {
+      timeout: 60_000,
+      env: { ...process.env, ...env },
+    });
     return stdout.trim().split("\n");
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -45,10 +60,9 @@ it("the README's TypeScript example runs and prints what it says", async () => {
   assert.deepEqual(await runModule(source), ["1 1n", "NOT_FOUND SESSION_NOT_FOUND"]);
 });
 
-it("the README's contents since example runs (after a session with one content)", async () => {
-  const target = await serverTarget();
-  const block = readmeBlocks()[1] ?? "";
-  const prelude = [
+/** A client and a session with one user content, before a block that needs them. */
+function sessionPrelude(target: string): string {
+  return [
     `import { ContextEngineClient } from ${SOURCE};`,
     `const ce = new ContextEngineClient(${JSON.stringify(target)});`,
     'const { session } = await ce.createSession({ appName: "demo", userId: "zoe" });',
@@ -58,6 +72,40 @@ it("the README's contents since example runs (after a session with one content)"
     '  event: { author: "user", content: { role: "user", parts: [{ text: "Hi!" }] } },',
     "});",
   ].join("\n");
-  const lines = await runModule(`${prelude}\n${block}\nce.close();\n`);
+}
+
+it("the README's contents since example runs (after a session with one content)", async () => {
+  const target = await serverTarget();
+  const block = readmeBlocks()[1] ?? "";
+  const lines = await runModule(`${sessionPrelude(target)}\n${block}\nce.close();\n`);
   assert.deepEqual(lines, ["1 2 0", "2 0"]);
+});
+
+it("the README's renderings example runs against the fake OpenAI and Anthropic APIs", async () => {
+  const target = await serverTarget();
+  fake = await startFakeProviders();
+  const block = (readmeBlocks()[2] ?? "")
+    .replace('"@contextengine/client"', SOURCE)
+    .replace('"openai"', JSON.stringify(import.meta.resolve("openai")))
+    .replace('"@anthropic-ai/sdk"', JSON.stringify(import.meta.resolve("@anthropic-ai/sdk")));
+  const lines = await runModule(`${sessionPrelude(target)}\n${block}\nce.close();\n`, {
+    OPENAI_BASE_URL: fake.openaiBaseUrl,
+    OPENAI_API_KEY: "-",
+    ANTHROPIC_BASE_URL: fake.anthropicBaseUrl,
+    ANTHROPIC_API_KEY: "-",
+  });
+  assert.deepEqual(lines, [
+    "system Be brief. completed",
+    "Seen 2 messages; the last said: Hi!.",
+    "1 3 1",
+    "end_turn",
+  ]);
+  assert.deepEqual(
+    fake.requests().map((r) => [r.path, r.status]),
+    [
+      ["/v1/chat/completions", 200],
+      ["/v1/responses", 200],
+      ["/v1/messages", 200],
+    ],
+  );
 });
