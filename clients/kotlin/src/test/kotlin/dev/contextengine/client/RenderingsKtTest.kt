@@ -12,18 +12,33 @@ import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeoutOrNull
+import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
 
 /**
  * Renderings through the suspend API against a real sidecar (renderContext, RenderedFollower,
- * requestPart).
+ * requestPart), and examples/Renderings.kt against it and the fake providers, a process that
+ * answers 400 for a body the OpenAI or Anthropic SDK types refuse.
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class RenderingsKtTest {
     private val system: Content = Content.newBuilder().addParts(Part.newBuilder().setText("You plan trips.")).build()
+    private lateinit var fake: FakeProviders
+
+    @BeforeAll
+    fun start() {
+        fake = FakeProviders.start()
+    }
+
+    @AfterAll
+    fun stop() = fake.close()
+
     private suspend fun asked(ce: ContextEngine): SessionRef {
         val session = ce.createSession(appName = Sidecar.uniqueApp("kotlin-render"), userId = "u")
         ce.appendEvent(session.ref, said("user", "i1", "Which museums open on Monday?"))
@@ -103,5 +118,20 @@ class RenderingsKtTest {
                 watch.awaitCancelled()
             }
         }
+    }
+
+    /** The example exits with 0 only when the fake answered every request 200, and prints each answer. */
+    @Test
+    fun theExampleSendsEveryRenderingAndTheFakeAcceptsEachOne() {
+        assertEquals(
+            listOf(
+                "OpenAI chat: Seen 4 messages; the last said: And where do we stay?.",
+                "OpenAI responses: Seen 3 messages; the last said: And where do we stay?.",
+                "Anthropic: Seen 3 messages; the last said: And where do we stay?.",
+                "Anthropic: Seen 5 messages; the last said: Near the river?.",
+                "Anthropic, held: 5 items",
+            ),
+            ExampleRun.lines("dev.contextengine.examples.kotlin.Renderings", fake.environment()),
+        )
     }
 }
