@@ -39,10 +39,35 @@ from pydantic import TypeAdapter, ValidationError
 
 __all__ = ["FakeProviders", "Recorded", "start_fake_providers"]
 
-_CHAT = TypeAdapter(list[ChatCompletionMessageParam])
-_RESPONSES = TypeAdapter(ResponseInputParam)
-_MESSAGES = TypeAdapter(list[MessageParam])
-_SYSTEM = TypeAdapter(str | list[TextBlockParam])
+
+class _Checked:
+    """A TypeAdapter whose result is validated all the way down: the SDKs type many lists as
+    ``Iterable`` (Chat content parts and tool calls, Anthropic content blocks), which pydantic
+    validates lazily, only when iterated; the result is drained here so that ValidationError is
+    raised for a bad block too, not only for a bad message."""
+
+    def __init__(self, adapter: TypeAdapter[Any]) -> None:
+        self._adapter = adapter
+
+    def validate_python(self, value: Any) -> Any:
+        return _drained(self._adapter.validate_python(value))
+
+
+def _drained(value: Any) -> Any:
+    """``value`` with every lazily validated iterable in it iterated (validated) into a list."""
+    if isinstance(value, dict):
+        return {key: _drained(item) for key, item in value.items()}
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, (list, tuple)) or hasattr(value, "__next__"):
+        return [_drained(item) for item in value]
+    return value
+
+
+_CHAT = _Checked(TypeAdapter(list[ChatCompletionMessageParam]))
+_RESPONSES = _Checked(TypeAdapter(ResponseInputParam))
+_MESSAGES = _Checked(TypeAdapter(list[MessageParam]))
+_SYSTEM = _Checked(TypeAdapter(str | list[TextBlockParam]))
 
 
 @dataclass(frozen=True)

@@ -587,6 +587,42 @@ public final class ContextEngineClient implements AutoCloseable {
     return new ContextView(this);
   }
 
+  /**
+   * The context for an agent's next model call as a provider's own request part ({@link
+   * RequestPart}): {@code {"messages": [...]}} for OpenAI Chat Completions, {@code {"input":
+   * [...], "instructions": ...}} for the Responses API, {@code {"messages": [...], "system":
+   * ...}} for Anthropic Messages. {@code request} is sent with {@code render} set to the whole
+   * rendering of {@code format} (any {@code render} of its own is replaced). Blocks; throws
+   * {@link ContextEngineException} ({@code UNIMPLEMENTED}, client side, when the sidecar answers
+   * without a rendering: one older than renderings); IllegalArgumentException for {@code
+   * RENDER_FORMAT_UNSPECIFIED}.
+   */
+  public com.google.gson.JsonObject renderContext(BuildContextRequest request, RenderFormat format) {
+    return await(renderContextAsync(request, format));
+  }
+
+  /**
+   * {@link #renderContext} without blocking: completes with the request part or a {@link
+   * ContextEngineException} (cancelling the future cancels the call).
+   */
+  public CompletableFuture<com.google.gson.JsonObject> renderContextAsync(
+      BuildContextRequest request, RenderFormat format) {
+    BuildContextRequest rendering =
+        request.toBuilder()
+            .setRender(RenderRequest.newBuilder().setFormat(RenderedView.requireFormat(format)))
+            .build();
+    return Futures.then(buildContextAsync(rendering), answer -> RenderedView.requestPart(answer, format));
+  }
+
+  /**
+   * A new {@link RenderedView} on this client: "items since" for one agent's view of a session
+   * rendered as {@code format} ({@code build} sends {@code render.since} with the items of its
+   * last answer and returns the whole rendering, while only the new items cross the wire).
+   */
+  public RenderedView renderedView(RenderFormat format) {
+    return new RenderedView(this, format);
+  }
+
   /** Signals the end of an invocation; the engine may compact in the background. Blocks; throws {@link ContextEngineException}. */
   public EndInvocationResponse endInvocation(EndInvocationRequest request) {
     return await(endInvocationAsync(request));

@@ -195,6 +195,12 @@ public final class ContextEngineException extends RuntimeException {
         t);
   }
 
+  /** An error the client itself finds in {@code method}'s answer (no reason, no metadata). */
+  static ContextEngineException clientSide(
+      Status.Code code, String detail, String method, Throwable cause) {
+    return new ContextEngineException(code, detail, "", "", Map.of(), method, true, cause);
+  }
+
   /** INVALID_ARGUMENT / MISSING_FIELD raised before sending, worded like the server's. */
   static ContextEngineException missingField(String method, String field) {
     return new ContextEngineException(

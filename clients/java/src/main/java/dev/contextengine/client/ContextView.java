@@ -5,12 +5,7 @@ import dev.contextengine.v1.BuildContextResponse;
 import dev.contextengine.v1.Content;
 import dev.contextengine.v1.ContextSince;
 import io.grpc.Status;
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * "Contents since" for one agent's view of a session: the view keeps the whole contents of its
@@ -35,93 +30,42 @@ import java.util.concurrent.atomic.AtomicReference;
  * each reassemble against what was held when they were sent, and the view keeps the answer that
  * arrived last. The contents are the engine's immutable messages, shared with the answers.
  */
-public final class ContextView {
-  /** What a view holds of its last answer: the whole contents and their digest. */
-  private record Held(List<Content> contents, String digest) {}
-
-  private static final Held NOTHING = new Held(List.of(), "");
+public final class ContextView extends SinceView<Content> {
   private static final String METHOD = "ContextService/BuildContext";
-
-  private final ContextEngineClient client;
-  private final AtomicReference<Held> held = new AtomicReference<>(NOTHING);
 
   /** A view whose builds go through {@code client}. */
   public ContextView(ContextEngineClient client) {
-    this.client = Objects.requireNonNull(client, "client");
-  }
-
-  /**
-   * {@code BuildContext} of {@code request} with {@code since} set to what the view holds (any
-   * {@code since} of the request is replaced); returns the answer with the whole contents. Blocks;
-   * throws {@link ContextEngineException}.
-   */
-  public BuildContextResponse build(BuildContextRequest request) {
-    Held before = held.get();
-    return keep(before, client.buildContext(withSince(request, before)));
-  }
-
-  /**
-   * {@link #build} without blocking: completes with the whole answer or the client's error
-   * (cancelling the future cancels the call).
-   */
-  public CompletableFuture<BuildContextResponse> buildAsync(BuildContextRequest request) {
-    return buildAsync(client, request);
-  }
-
-  /** {@link #buildAsync(BuildContextRequest)} under another deadline (retries included). */
-  public CompletableFuture<BuildContextResponse> buildAsync(BuildContextRequest request, Duration timeout) {
-    return buildAsync(client.withTimeout(timeout), request);
-  }
-
-  private CompletableFuture<BuildContextResponse> buildAsync(ContextEngineClient via, BuildContextRequest request) {
-    Held before = held.get();
-    CompletableFuture<BuildContextResponse> call = via.buildContextAsync(withSince(request, before));
-    CompletableFuture<BuildContextResponse> whole = call.thenApply(answer -> keep(before, answer));
-    // Cancelling the future cancels the call, as the client's own futures do.
-    whole.whenComplete(
-        (answer, error) -> {
-          if (whole.isCancelled()) {
-            call.cancel(true);
-          }
-        });
-    return whole;
+    super(client);
   }
 
   /** The whole contents of the last answer (empty before the first build, or after {@link #reset}). */
   public List<Content> contents() {
-    return held.get().contents();
+    return held();
   }
 
-  /** The last answer's {@code contents_digest} ({@code ""} before the first build, or after {@link #reset}). */
-  public String digest() {
-    return held.get().digest();
-  }
-
-  /** Forgets the last answer: the next build asks for all the contents. */
-  public void reset() {
-    held.set(NOTHING);
-  }
-
-  private static BuildContextRequest withSince(BuildContextRequest request, Held held) {
-    if (held.digest().isEmpty()) {
+  @Override
+  BuildContextRequest withSince(BuildContextRequest request, List<Content> held, String digest) {
+    if (digest.isEmpty()) {
       return request.hasSince() ? request.toBuilder().clearSince().build() : request;
     }
     return request.toBuilder()
-        .setSince(
-            ContextSince.newBuilder()
-                .setContentsCount(held.contents().size())
-                .setContentsDigest(held.digest()))
+        .setSince(ContextSince.newBuilder().setContentsCount(held.size()).setContentsDigest(digest))
         .build();
   }
 
-  private BuildContextResponse keep(Held before, BuildContextResponse answer) {
-    BuildContextResponse whole = reassemble(before.contents(), answer);
-    // A sidecar without "contents since" sends no digest: nothing to send back next time.
-    held.set(
-        whole.getContentsDigest().isEmpty()
-            ? NOTHING
-            : new Held(whole.getContentsList(), whole.getContentsDigest()));
-    return whole;
+  @Override
+  BuildContextResponse reassembled(List<Content> held, BuildContextResponse answer) {
+    return reassemble(held, answer);
+  }
+
+  @Override
+  List<Content> itemsOf(BuildContextResponse whole) {
+    return whole.getContentsList();
+  }
+
+  @Override
+  String digestOf(BuildContextResponse whole) {
+    return whole.getContentsDigest();
   }
 
   /**
@@ -137,14 +81,10 @@ public final class ContextView {
       return answer;
     }
     if (base < 0 || base > held.size()) {
-      throw new ContextEngineException(
+      throw ContextEngineException.clientSide(
           Status.Code.INTERNAL,
           "the sidecar answered base_contents_count " + base + " for " + held.size() + " held contents",
-          "",
-          "",
-          Map.of(),
           METHOD,
-          true,
           null);
     }
     return answer.toBuilder()

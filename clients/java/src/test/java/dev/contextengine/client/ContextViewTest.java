@@ -15,20 +15,10 @@ import dev.contextengine.v1.Event;
 import dev.contextengine.v1.EventActions;
 import dev.contextengine.v1.EventCompaction;
 import dev.contextengine.v1.RewindSessionRequest;
-import io.grpc.CallOptions;
-import io.grpc.Channel;
-import io.grpc.ClientCall;
-import io.grpc.ClientInterceptor;
-import io.grpc.ForwardingClientCall;
-import io.grpc.ForwardingClientCallListener;
-import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -45,30 +35,6 @@ class ContextViewTest {
   /** {base_contents_count, contents sent} of each BuildContext answer {@code spied} received. */
   private static final List<List<Integer>> SENT = new CopyOnWriteArrayList<>();
 
-  /** Records what each BuildContext answer carried on the wire. */
-  private static final class Record implements ClientInterceptor {
-    @Override
-    public <Q, R> ClientCall<Q, R> interceptCall(
-        MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-      return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
-        @Override
-        public void start(Listener<R> listener, Metadata headers) {
-          super.start(
-              new ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(listener) {
-                @Override
-                public void onMessage(R message) {
-                  if (message instanceof BuildContextResponse answer) {
-                    SENT.add(List.of(answer.getBaseContentsCount(), answer.getContentsCount()));
-                  }
-                  super.onMessage(message);
-                }
-              },
-              headers);
-        }
-      };
-    }
-  }
-
   @BeforeAll
   static void connect() {
     ce = ContextEngineClient.builder().target(Sidecar.shared()).timeout(Duration.ofSeconds(20)).build();
@@ -76,7 +42,12 @@ class ContextViewTest {
         ContextEngineClient.builder()
             .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(20))
-            .intercept(new Record())
+            .intercept(
+                new Answers(
+                    answer -> {
+                      SENT.add(List.of(answer.getBaseContentsCount(), answer.getContentsCount()));
+                      return answer;
+                    }))
             .build();
   }
 
@@ -182,31 +153,13 @@ class ContextViewTest {
     assertSameAsFull(grown, ref);
     assertEquals(grown.getContentsList(), view.contents());
 
-    ce.rewindSession(
-        RewindSessionRequest.newBuilder()
-            .setAppName(ref.appName())
-            .setUserId(ref.userId())
-            .setSessionId(ref.sessionId())
-            .setRewindBeforeInvocationId("i2")
-            .build());
+    rewindBefore(ce, ref, "i2");
     BuildContextResponse rewound = view.buildAsync(ref.buildContext("guide")).get();
     assertEquals(2, rewound.getContentsCount());
     assertSameAsFull(rewound, ref);
 
     // A summary of the first event replaces its content: the held contents are no longer the prefix.
-    Event firstEvent = ce.listEvents(ref.listEvents(0)).getEvents(0);
-    Event summary =
-        Event.newBuilder()
-            .setAuthor("user")
-            .setActions(
-                EventActions.newBuilder()
-                    .setCompaction(
-                        EventCompaction.newBuilder()
-                            .setStartTimestamp(firstEvent.getTimestamp())
-                            .setEndTimestamp(firstEvent.getTimestamp())
-                            .setCompactedContent(SessionRef.text("model", "Asked about Monday."))))
-            .build();
-    ce.appendEvent(ref.appendEvent(summary));
+    summarizeFirstEvent(ce, ref, "Asked about Monday.");
     BuildContextResponse compacted = view.build(ref.buildContext("guide"));
     assertSameAsFull(compacted, ref);
     assertTrue(
@@ -222,6 +175,34 @@ class ContextViewTest {
     assertEquals(
         List.of(List.of(0, 2), List.of(2, 0), List.of(2, 2), List.of(0, 2), List.of(0, n), List.of(0, n)),
         SENT);
+  }
+
+  /** Rewinds {@code ref} to just before {@code invocationId}. */
+  static void rewindBefore(ContextEngineClient ce, SessionRef ref, String invocationId) {
+    ce.rewindSession(
+        RewindSessionRequest.newBuilder()
+            .setAppName(ref.appName())
+            .setUserId(ref.userId())
+            .setSessionId(ref.sessionId())
+            .setRewindBeforeInvocationId(invocationId)
+            .build());
+  }
+
+  /** Appends a compaction whose {@code summary} (a model text) replaces the first event. */
+  static void summarizeFirstEvent(ContextEngineClient ce, SessionRef ref, String summary) {
+    Event firstEvent = ce.listEvents(ref.listEvents(0)).getEvents(0);
+    ce.appendEvent(
+        ref.appendEvent(
+            Event.newBuilder()
+                .setAuthor("user")
+                .setActions(
+                    EventActions.newBuilder()
+                        .setCompaction(
+                            EventCompaction.newBuilder()
+                                .setStartTimestamp(firstEvent.getTimestamp())
+                                .setEndTimestamp(firstEvent.getTimestamp())
+                                .setCompactedContent(SessionRef.text("model", summary))))
+                .build()));
   }
 
   @Test
@@ -241,28 +222,14 @@ class ContextViewTest {
 
   @Test
   void cancellingABuildCancelsTheCall() throws Exception {
-    CountDownLatch cancelled = new CountDownLatch(1);
-    ClientInterceptor watch =
-        new ClientInterceptor() {
-          @Override
-          public <Q, R> ClientCall<Q, R> interceptCall(
-              MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-            return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
-              @Override
-              public void cancel(String message, Throwable cause) {
-                cancelled.countDown();
-                super.cancel(message, cause);
-              }
-            };
-          }
-        };
+    CancelWatch watch = new CancelWatch();
     try (Sidecar.Silent silent = new Sidecar.Silent();
         ContextEngineClient hung =
             ContextEngineClient.builder().target(silent.target()).intercept(watch).build()) {
       CompletableFuture<BuildContextResponse> build =
           hung.contextView().buildAsync(new SessionRef("a", "u", "s").buildContext("guide"));
       assertTrue(build.cancel(true));
-      assertTrue(cancelled.await(10, TimeUnit.SECONDS), "the call was cancelled");
+      watch.awaitCancelled();
     }
   }
 

@@ -7,23 +7,25 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README's Java section's blocks are examples/ReadmeExample.java and
- * examples/ContextViewExample.java ("contents since"), and they run and print what they say.
+ * The README's Java section's blocks are examples/ReadmeExample.java,
+ * examples/ContextViewExample.java ("contents since") and examples/Renderings.java, and they run
+ * and print what they say (the renderings one in RenderingsExampleTest, against the fake providers).
  */
 class ReadmeTest {
   private static final Path EXAMPLE =
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ReadmeExample.java");
   private static final Path SINCE_EXAMPLE =
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ContextViewExample.java");
+  private static final Path RENDERINGS_EXAMPLE =
+      Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/Renderings.java");
 
   private static String dedent(List<String> lines) {
     int indent =
@@ -68,19 +70,7 @@ class ReadmeTest {
 
   /** What an example prints, run in a JVM of its own against the shared sidecar. */
   private static List<String> run(String mainClass) throws Exception {
-    ProcessBuilder builder =
-        new ProcessBuilder(
-            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "-cp",
-            System.getProperty("java.class.path"),
-            mainClass);
-    builder.environment().put("CONTEXTENGINE_TARGET", Sidecar.shared());
-    builder.redirectErrorStream(true);
-    Process process = builder.start();
-    assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the example finished");
-    String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertEquals(0, process.exitValue(), out);
-    return Arrays.asList(out.strip().split("\n"));
+    return ExampleRun.lines(mainClass, Map.of());
   }
 
   @Test
@@ -97,5 +87,10 @@ class ReadmeTest {
   void theContentsSinceBlockIsItsExampleAndRuns() throws Exception {
     assertEquals(marked(SINCE_EXAMPLE), block(1).strip());
     assertEquals(List.of("1 2", "2 0"), run("dev.contextengine.examples.ContextViewExample"));
+  }
+
+  @Test
+  void theRenderingsBlockIsItsExample() throws IOException {
+    assertEquals(marked(RENDERINGS_EXAMPLE), block(2).strip());
   }
 }

@@ -54,14 +54,25 @@ final class Sidecar implements AutoCloseable {
 
   /** A new server on a free port, with its own database ({@code db} null: in memory). */
   static Sidecar start(Path db, List<String> extra) {
+    List<String> arguments = new ArrayList<>(List.of("contextengine", "serve"));
+    arguments.addAll(List.of("--db", db == null ? ":memory:" : db.toString()));
+    arguments.addAll(List.of("--listen", "127.0.0.1:0"));
+    arguments.addAll(extra);
+    return serve(arguments);
+  }
+
+  /**
+   * {@code python -m <arguments> --port-file FILE} from the repository's .venv, in the repository:
+   * a server that writes its port to FILE once it serves (its output in {@link #log}).
+   */
+  static Sidecar serve(List<String> arguments) {
     try {
       Path dir = Files.createTempDirectory("ce-java-test-");
       Path portFile = dir.resolve("port");
       Path log = dir.resolve("server.log");
-      List<String> command = new ArrayList<>(List.of(PYTHON, "-m", "contextengine", "serve"));
-      command.addAll(List.of("--db", db == null ? ":memory:" : db.toString()));
-      command.addAll(List.of("--listen", "127.0.0.1:0", "--port-file", portFile.toString()));
-      command.addAll(extra);
+      List<String> command = new ArrayList<>(List.of(PYTHON, "-m"));
+      command.addAll(arguments);
+      command.addAll(List.of("--port-file", portFile.toString()));
       Process process =
           new ProcessBuilder(command)
               .directory(REPO.toFile())

@@ -2,18 +2,19 @@ package dev.contextengine.client
 
 import java.nio.file.Files
 import java.nio.file.Path
-import java.util.concurrent.TimeUnit
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 
 /**
- * The README's Kotlin section's blocks are examples/ReadmeExample.kt and
- * examples/ContextViewExample.kt ("contents since"), and they run and print what they say.
+ * The README's Kotlin section's blocks are examples/ReadmeExample.kt,
+ * examples/ContextViewExample.kt ("contents since") and examples/Renderings.kt, and they run and
+ * print what they say (the renderings one in RenderingsKtTest, against the fake providers).
  */
 class ReadmeKtTest {
     private val example: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ReadmeExample.kt")
     private val sinceExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextViewExample.kt")
+    private val renderingsExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/Renderings.kt")
 
     private fun dedent(lines: List<String>): String {
         val indent = lines.filter { it.isNotBlank() }.minOfOrNull { it.length - it.trimStart().length } ?: 0
@@ -41,21 +42,7 @@ class ReadmeKtTest {
     }
 
     /** What an example prints, run in a JVM of its own against the shared sidecar. */
-    private fun run(mainClass: String): List<String> {
-        val builder = ProcessBuilder(
-            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "-cp",
-            System.getProperty("java.class.path"),
-            mainClass,
-        )
-        builder.environment()["CONTEXTENGINE_TARGET"] = Sidecar.shared()
-        builder.redirectErrorStream(true)
-        val process = builder.start()
-        assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the example finished")
-        val out = String(process.inputStream.readAllBytes(), Charsets.UTF_8)
-        assertEquals(0, process.exitValue(), out)
-        return out.trim().split("\n")
-    }
+    private fun run(mainClass: String): List<String> = ExampleRun.lines(mainClass, emptyMap())
 
     @Test
     fun theReadmeBlockIsTheExample() {
@@ -71,5 +58,10 @@ class ReadmeKtTest {
     fun theContentsSinceBlockIsItsExampleAndRuns() {
         assertEquals(marked(sinceExample), block(1))
         assertEquals(listOf("1 2 0"), run("dev.contextengine.examples.kotlin.ContextViewExample"))
+    }
+
+    @Test
+    fun theRenderingsBlockIsItsExample() {
+        assertEquals(marked(renderingsExample), block(2))
     }
 }
