@@ -36,7 +36,7 @@ class Timeouts:
 
     lock_seconds: float = 2.0
     statement_seconds: float = 30.0
-    idle_in_transaction_seconds: float = 10.0
+    idle_in_transaction_seconds: float = 5.0
 
     def __post_init__(self) -> None:
         for name in ("lock_seconds", "statement_seconds", "idle_in_transaction_seconds"):
