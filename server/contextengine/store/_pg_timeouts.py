@@ -20,14 +20,23 @@ server that does not answer at all is unreachable (STORAGE_UNAVAILABLE).
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass
 
-__all__ = ["ANSWER_MARGIN", "APPLICATION_NAME", "Timeouts"]
+__all__ = ["ANSWER_MARGIN", "Timeouts", "application_name"]
 
 #: seconds the client waits beyond ``statement_timeout`` before it calls a server unreachable
 ANSWER_MARGIN = 5.0
-#: ``application_name`` of the store's connections (``pg_stat_activity`` shows it)
-APPLICATION_NAME = "contextengine"
+
+
+def application_name() -> str:
+    """``application_name`` of the store's connections: ``contextengine <host> <pid>``, so that
+    ``pg_stat_activity`` (and the log line naming a transaction that holds delivery back) says
+    which sidecar a connection belongs to (a pod's host name is the pod's name). At most 63
+    bytes, PostgreSQL's limit."""
+    name = f"contextengine {socket.gethostname()} {os.getpid()}"
+    return name.encode("ascii", "replace")[:63].decode("ascii")
 
 
 @dataclass(frozen=True)
@@ -46,7 +55,7 @@ class Timeouts:
     def server_settings(self) -> dict[str, str]:
         """The settings a connection starts with (asyncpg's ``server_settings``)."""
         return {
-            "application_name": APPLICATION_NAME,
+            "application_name": application_name(),
             "lock_timeout": _ms(self.lock_seconds),
             "statement_timeout": _ms(self.statement_seconds),
             "idle_in_transaction_session_timeout": _ms(self.idle_in_transaction_seconds),
