@@ -1,13 +1,14 @@
 """The PostgreSQL store's write transactions, one coroutine each, on a connection of the pool.
 
-An append or a session creation runs in four round trips whatever it changes: ``BEGIN`` with the
-advisory locks of what it changes (``_pg_write_locks``: taken before the transaction has an id),
-one statement reading what the plan needs (the session's counter and state, the requested event
-ids already recorded, the user's and the app's state when the append writes them), one statement
-writing everything (the events with positions from the transaction's id, ``_pg_positions``; the
-session's counter, state and last position; the user's and the app's state), and ``COMMIT``.
-Nothing shared by unrelated sessions is locked or written, so appends to different sessions
-commit concurrently, from one sidecar and from many.
+A transaction of appends (the appends that waited together: ``_pg_group``) or a session
+creation runs in four round trips whatever it changes: ``BEGIN`` with the advisory locks of what
+it changes (``_pg_write_locks``: taken before the transaction has an id), one statement reading
+what the plans need (each session's counter and state, the requested event ids already recorded,
+the users' and the apps' state it writes), one statement writing everything (the events with
+positions from the transaction's id, ``_pg_positions``, in the callers' order; each session's
+counter, state and last position; the users' and the apps' state), and ``COMMIT``. Nothing
+shared by unrelated sessions is locked or written, so appends to different sessions commit
+concurrently, from one sidecar and from many.
 
 After the commit the transaction's changes go to its ``Committer``: those without a position (a
 deletion, a session created without shared state) are told to the commit listeners at once;
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from contextengine.core.errors import invalid, session_already_exists, session_not_found
+from contextengine.core.errors import session_already_exists, session_not_found
 from contextengine.core.state import (
     APP_PREFIX,
     USER_PREFIX,
@@ -34,43 +35,27 @@ from contextengine.core.state import (
     merge_state,
     split_delta,
 )
-from contextengine.store._append import plan_append
 from contextengine.store._base import (
-    AppendOutcome,
     Change,
     SessionCreated,
     SessionDeleted,
     SessionKey,
     StoredSession,
 )
-from contextengine.store._pg_positions import BASE, MAX_PER_TRANSACTION
+from contextengine.store._pg_group_plan import AppendRequest, Result, plan_group, shared_keys
+from contextengine.store._pg_positions import BASE
 from contextengine.store._pg_write_locks import (
-    APP_SPACE,
-    USER_SPACE,
-    event_locks,
+    app_lock,
     session_lock,
     state_locks,
     transaction,
+    user_lock,
 )
-from contextengine.store._sqlite_rows import dump_state, load_event, load_state
-from contextengine.v1 import config_pb2, event_pb2
+from contextengine.store._sqlite_rows import dump_state, load_state
+from contextengine.v1 import config_pb2
 
 #: the NOTIFY channel of every store on a database
 CHANNEL = "contextengine"
-
-#: what an append reads once its locks are held: the session's row, the requested ids already
-#: recorded (one row per found event; one row with NULL event columns if none), and the user's
-#: ($5) and the app's ($6) state when the append writes them
-_FIND = """
-SELECT s.id, s.last_sequence, s.state,
-    CASE WHEN $5 THEN (
-        SELECT u.state FROM user_states u WHERE u.app_name = $1 AND u.user_id = $2
-    ) END,
-    CASE WHEN $6 THEN (SELECT a.state FROM app_states a WHERE a.app_name = $1) END,
-    e.event_id, e.data
-FROM sessions s LEFT JOIN events e ON e.session = s.id AND e.event_id = ANY($4::text[])
-WHERE s.app_name = $1 AND s.user_id = $2 AND s.session_id = $3
-"""
 
 
 def _shared_state(app: str, user: str, time: str, user_state: str, app_state: str) -> str:
@@ -92,20 +77,54 @@ users AS (
 )"""
 
 
-#: an append's writes: the events at the transaction's positions, the session's counter, time,
-#: state and last position, the user's and the app's state; returns the first position
-_APPEND = f"""
+#: what a transaction of appends reads once its locks are held: each session's row ("s", the
+#: index of its key in $1-$3) with the requested ids already recorded (one row per found event;
+#: one row with NULL event columns if none), each user's ("u") and app's ("a") state it may write
+_FIND_GROUP = """
+SELECT 's', k.i::int, s.id, s.last_sequence, s.state, e.data
+FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(a, u, s, i)
+    JOIN sessions s ON s.app_name = k.a AND s.user_id = k.u AND s.session_id = k.s
+    LEFT JOIN events e ON e.session = s.id AND e.event_id = ANY($4::text[])
+UNION ALL
+SELECT 'u', k.i::int, NULL, NULL, t.state, NULL
+FROM unnest($5::text[], $6::text[]) WITH ORDINALITY AS k(a, u, i)
+    JOIN user_states t ON t.app_name = k.a AND t.user_id = k.u
+UNION ALL
+SELECT 'a', k.i::int, NULL, NULL, t.state, NULL
+FROM unnest($7::text[]) WITH ORDINALITY AS k(a, i) JOIN app_states t ON t.app_name = k.a
+"""
+
+#: a transaction of appends' writes (``_pg_group_plan.GroupPlan``'s columns): the events at the
+#: transaction's positions in their order, each session's counter, time, state and last
+#: position, the users' and the apps' state
+_APPEND_GROUP = f"""
 WITH base AS (SELECT {BASE} AS b), inserted AS (
     INSERT INTO events
         (position, session, app_name, user_id, sequence, event_id, timestamp, is_compaction, data)
-    SELECT base.b + u.n - 1, $1, $2, $3, u.s, u.i, u.t, u.c, u.d
-    FROM base, unnest($4::bigint[], $5::text[], $6::float8[], $7::bool[], $8::bytea[])
-        WITH ORDINALITY AS u(s, i, t, c, d, n)
+    SELECT base.b + v.n - 1, v.pk, v.app, v.usr, v.seq, v.id, v.ts, v.c, v.d
+    FROM base, unnest(
+        $1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::float8[],
+        $7::bool[], $8::bytea[]
+    ) WITH ORDINALITY AS v(pk, app, usr, seq, id, ts, c, d, n)
 ), touched AS (
-    UPDATE sessions SET last_sequence = $9, update_time = $10, state = COALESCE($11, state),
-        last_position = (SELECT b FROM base) + cardinality($4::bigint[]) - 1
-    WHERE id = $1
-), {_shared_state("$2", "$3", "$10", "$12", "$13")}
+    UPDATE sessions SET last_sequence = t.seq, update_time = t.at,
+        state = COALESCE(t.st, sessions.state), last_position = (SELECT b FROM base) + t.place
+    FROM unnest($9::bigint[], $10::bigint[], $11::float8[], $12::text[], $13::int[])
+        AS t(id, seq, at, st, place)
+    WHERE sessions.id = t.id
+), users AS (
+    INSERT INTO user_states (app_name, user_id, state, update_time, last_position)
+    SELECT t.app, t.usr, t.st, t.at, base.b
+    FROM base, unnest($14::text[], $15::text[], $16::text[], $17::float8[]) AS t(app, usr, st, at)
+    ON CONFLICT (app_name, user_id) DO UPDATE SET state = excluded.state,
+        update_time = excluded.update_time, last_position = excluded.last_position
+), apps AS (
+    INSERT INTO app_states (app_name, state, update_time, last_position)
+    SELECT t.app, t.st, t.at, base.b
+    FROM base, unnest($18::text[], $19::text[], $20::float8[]) AS t(app, st, at)
+    ON CONFLICT (app_name) DO UPDATE SET state = excluded.state,
+        update_time = excluded.update_time, last_position = excluded.last_position
+)
 SELECT b FROM base
 """
 
@@ -237,75 +256,56 @@ async def create_session(
     )
 
 
-async def append_events(
-    conn: asyncpg.Connection,
-    committer: Committer,
-    *,
-    key: SessionKey,
-    events: Sequence[event_pb2.Event],
-    expected_last_sequence: int | None,
-    now: float,
-) -> AppendOutcome:
-    """``events`` are the store's own copies (the plan sets their sequence and timestamp)."""
-    if len(events) > MAX_PER_TRANSACTION:
-        raise invalid(
-            "INVALID_ARGUMENT",
-            "events",
-            f"a PostgreSQL store records at most {MAX_PER_TRANSACTION:,} events per call, "
-            f"not {len(events):,}: append them in several calls",
-        )
-    ids = list({event.id for event in events})
-    locks = event_locks(key, events)
-    spaces = {lock.space for lock in locks}
+async def append_group(
+    conn: asyncpg.Connection, committer: Committer, requests: Sequence[AppendRequest]
+) -> list[Result]:
+    """Appends ``requests`` in one transaction, in their order; each gets its outcome or the
+    error of its own plan (the others are written all the same). A database error fails them
+    all (the caller may then run them one by one: ``_pg_group``)."""
+    users, apps = shared_keys(requests)
+    keys = list(dict.fromkeys(request.key for request in requests))
+    locks = [
+        *(session_lock(key) for key in keys),
+        *(user_lock(app, user) for app, user in users),
+        *(app_lock(app) for app in apps),
+    ]
+    ids = list({event.id for request in requests for event in request.events})
     async with transaction(conn, locks):
         rows = await conn.fetch(
-            _FIND,
-            key.app_name,
-            key.user_id,
-            key.session_id,
+            _FIND_GROUP,
+            [key.app_name for key in keys],
+            [key.user_id for key in keys],
+            [key.session_id for key in keys],
             ids,
-            USER_SPACE in spaces,
-            APP_SPACE in spaces,
+            [app for app, _ in users],
+            [user for _, user in users],
+            apps,
         )
-        if not rows:
-            raise session_not_found(key.app_name, key.user_id, key.session_id)
-        row = rows[0]
-        recorded = {r["event_id"]: load_event(r["data"]) for r in rows if r["event_id"] is not None}
-        plan = plan_append(
-            events, recorded.get, int(row["last_sequence"]), expected_last_sequence, now
-        )
-        new = plan.new_events
-        if not new:
-            return AppendOutcome(
-                events=plan.recorded, duplicates=plan.duplicates, last_sequence=plan.last_sequence
+        sessions: dict[SessionKey, tuple[SessionKey, int, int, str]] = {}
+        recorded: list[tuple[SessionKey, bytes]] = []
+        found_users: dict[tuple[str, str], str | None] = dict.fromkeys(users)
+        found_apps: dict[str, str | None] = dict.fromkeys(apps)
+        for kind, index, pk, last_sequence, state, data in rows:
+            if kind == "s":
+                key = keys[index - 1]
+                sessions[key] = (key, pk, int(last_sequence), state)
+                if data is not None:
+                    recorded.append((key, data))
+            elif kind == "u":
+                found_users[users[index - 1]] = state
+            else:
+                found_apps[apps[index - 1]] = state
+        results, plan = plan_group(requests, sessions.values(), recorded, found_users, found_apps)
+        if plan.events:
+            await conn.fetchval(
+                _APPEND_GROUP,
+                *plan.event_columns(),
+                *plan.session_columns(),
+                *plan.shared_columns(),
             )
-        changes = plan.changes
-        _user, _app, user_text, app_text = _shared_results(
-            row[3], row[4], changes.user, changes.app
-        )
-        session_state = None
-        if changes.session:
-            session_state = dump_state(apply_delta(load_state(row["state"]), changes.session))
-        await conn.fetchval(
-            _APPEND,
-            row["id"],
-            key.app_name,
-            key.user_id,
-            [event.sequence for event in new],
-            [event.id for event in new],
-            [event.timestamp for event in new],
-            [event.actions.HasField("compaction") for event in new],
-            [event.SerializeToString(deterministic=True) for event in new],
-            plan.last_sequence,
-            new[-1].timestamp,
-            session_state,
-            user_text,
-            app_text,
-        )
-    committer.took_positions()
-    return AppendOutcome(
-        events=plan.recorded, duplicates=plan.duplicates, last_sequence=plan.last_sequence
-    )
+    if plan.events:
+        committer.took_positions()
+    return results
 
 
 async def delete_session(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -32,12 +32,10 @@ import asyncpg
 
 from contextengine.core.state import APP_PREFIX, USER_PREFIX
 from contextengine.store._base import SessionKey
-from contextengine.v1 import event_pb2
 
 __all__ = [
     "WriteLock",
     "app_lock",
-    "event_locks",
     "session_lock",
     "state_locks",
     "transaction",
@@ -92,16 +90,6 @@ def state_locks(key: SessionKey, keys: Iterable[str]) -> list[WriteLock]:
     if app:
         locks.append(app_lock(key.app_name))
     return locks
-
-
-def event_locks(key: SessionKey, events: Sequence[event_pb2.Event]) -> list[WriteLock]:
-    """The locks an append of ``events`` to the session takes (before its duplicates are known:
-    a duplicate's deltas may lock what the append then does not write, which is harmless)."""
-    names: list[str] = []
-    for event in events:
-        if event.HasField("actions"):
-            names.extend(event.actions.state_delta.fields.keys())
-    return [session_lock(key), *state_locks(key, names)]
 
 
 def _begin(locks: Iterable[WriteLock]) -> str:

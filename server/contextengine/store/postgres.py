@@ -63,8 +63,11 @@ from contextengine.store._listeners import CommitListeners
 from contextengine.store._pg_dsn import is_postgres_dsn, mask_dsn
 from contextengine.store._pg_errors import busy, retryable, storage_error
 from contextengine.store._pg_feed import ChangeFeed
+from contextengine.store._pg_group import GroupCommit
+from contextengine.store._pg_group_plan import AppendRequest, Result
 from contextengine.store._pg_lock import CompactionLocks
 from contextengine.store._pg_migrations import load_migrations, migrate
+from contextengine.store._pg_positions import MAX_PER_TRANSACTION
 from contextengine.store._pg_timeouts import Timeouts
 from contextengine.store._pg_wake import Waker
 from contextengine.v1 import config_pb2, event_pb2
@@ -99,6 +102,7 @@ class PostgresStore:
         probe_seconds: float = 1.0,
         connect_timeout: float = 5.0,
         pool_timeout: float = 5.0,
+        group_in_flight: int | None = None,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
@@ -106,8 +110,9 @@ class PostgresStore:
         for its transaction); ``probe_seconds``: while the database cannot be reached, how often
         a probe checks whether it can again; ``connect_timeout``: the limit of one connection
         attempt (seconds); ``pool_timeout``: the longest a call waits for a free pooled
-        connection (then STORAGE_BUSY); ``timeouts``: the limits set on every connection of the
-        store (``_pg_timeouts``); ``telemetry`` is told of every write transaction
+        connection (then STORAGE_BUSY); ``group_in_flight``: how many transactions of appends run
+        at once, each taking every append that waits (``_pg_group``; default: half the pool);
+        ``timeouts``: the limits set on every connection of the store (``_pg_timeouts``); ``telemetry`` is told of every write transaction
         (``store.commit`` spans, the commit duration metric), as with SQLite, of busy calls and
         of how long committed changes wait for an older transaction."""
         if not is_postgres_dsn(dsn):
@@ -128,6 +133,11 @@ class PostgresStore:
         self._pool: asyncpg.Pool | None = None
         #: the pool's connections as slots: waiting for one is told apart from connecting
         self._slots = asyncio.Semaphore(pool_size)
+        self._groups = GroupCommit(
+            self._append_group,
+            in_flight=group_in_flight or max(1, pool_size // 2),
+            max_events=MAX_PER_TRANSACTION,
+        )
         self._listeners = CommitListeners()
         self._storage_listeners: list[StorageListener] = []
         self._problem: ContextEngineError | None = None
@@ -322,14 +332,18 @@ class PostgresStore:
         return await asyncio.shield(task)
 
     async def _write(self, query: Query[T]) -> T:
+        return await self._measured(self._attempts(query, write=True))
+
+    async def _measured(self, write: Awaitable[T]) -> T:
+        """``write``, told to the telemetry (a ``store.commit`` span, the commit duration)."""
         telemetry = self._telemetry
         if telemetry is NO_TELEMETRY:
-            return await self._attempts(query, write=True)
+            return await write
         start = time.perf_counter()
         ok = False
         try:
             with telemetry.span("store.commit", {"db.system": "postgresql"}):
-                result = await self._attempts(query, write=True)
+                result = await write
             ok = True
             return result
         finally:
@@ -505,21 +519,21 @@ class PostgresStore:
         events: Sequence[event_pb2.Event],
         expected_last_sequence: int | None,
     ) -> AppendOutcome:
+        # The store's own copies (the plan writes sequences and timestamps into them; planned
+        # again on a retry, they come out the same).
+        request = AppendRequest(
+            key, [copy_event(event) for event in events], expected_last_sequence, self._clock()
+        )
+        return await self._measured(self._groups.append(request))
+
+    async def _append_group(self, requests: Sequence[AppendRequest]) -> list[Result]:
+        """One transaction of appends (``_pg_group``), run to its end however its callers go."""
         committer = self._committer()
-        now = self._clock()
-
-        async def append(conn: asyncpg.Connection) -> AppendOutcome:
-            # Fresh copies per attempt: the plan writes sequences and timestamps into them.
-            return await ops.append_events(
-                conn,
-                committer,
-                key=key,
-                events=[copy_event(event) for event in events],
-                expected_last_sequence=expected_last_sequence,
-                now=now,
-            )
-
-        return await self._run(append, write=True)
+        task = asyncio.ensure_future(
+            self._attempts(lambda conn: ops.append_group(conn, committer, requests), write=True)
+        )
+        task.add_done_callback(_retrieve)
+        return await asyncio.shield(task)
 
     async def list_events(
         self, key: SessionKey, after_sequence: int, limit: int

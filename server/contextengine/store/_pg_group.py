@@ -1,0 +1,123 @@
+"""Group commit of one PostgreSQL store's appends: callers that wait together share a transaction.
+
+Each append costs a transaction four round trips and a durable commit (``_pg_ops``). When many
+callers append at once (one sidecar serving many agents), a transaction per call holds a pooled
+connection for every commit's flush: at a few milliseconds per commit the pool, not the
+database, caps the sidecar. So appends queue here, and at most ``in_flight`` transactions of
+appends run at a time, each taking everything queued when it starts (up to ``max_events``): a
+caller alone goes at once, callers that arrive while transactions are in flight go together in
+the next one. One transaction, one commit, four round trips for the whole group; the
+database's own group commit (``commit_delay``) then shares flushes between sidecars.
+
+Each append is planned on its own (``_pg_group_plan``): one whose plan fails gets its error and
+the others are written. A database error fails the whole transaction; the group's appends are
+then run again one transaction each, so that one session's trouble (a foreign lock, a bad
+row) fails only its own caller; when the database cannot be reached (STORAGE_UNAVAILABLE,
+STORAGE_FULL, SHUTTING_DOWN) they all fail with that error at once. A caller that stops waiting
+(cancelled) does not stop its append: it commits with its group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+
+from contextengine.core.errors import ContextEngineError
+from contextengine.store._base import AppendOutcome
+from contextengine.store._pg_group_plan import AppendRequest, Result
+
+__all__ = ["GroupCommit"]
+
+#: errors for which running the appends one by one would only repeat them
+_EVERYONE_S = frozenset({"STORAGE_UNAVAILABLE", "STORAGE_FULL", "SHUTTING_DOWN"})
+
+Run = Callable[[Sequence[AppendRequest]], Awaitable[list[Result]]]
+
+
+class GroupCommit:
+    """The queue of one store's appends and the transactions that take them (see the module)."""
+
+    def __init__(self, run: Run, *, in_flight: int, max_events: int) -> None:
+        """``run`` commits a group in one transaction (the store's ``_pg_ops.append_group`` on a
+        pooled connection, with its error handling)."""
+        if in_flight < 1:
+            raise ValueError(f"in_flight must be at least 1, not {in_flight}")
+        self._run = run
+        self._in_flight = in_flight
+        self._max_events = max_events
+        self._queue: deque[tuple[AppendRequest, asyncio.Future[AppendOutcome]]] = deque()
+        self._running = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: transactions run and appends committed through them (for diagnostics and tests)
+        self.transactions = 0
+        self.appends = 0
+
+    async def append(self, request: AppendRequest) -> AppendOutcome:
+        """Appends with the next group; returns its outcome or raises its error."""
+        future: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(_retrieve)
+        self._queue.append((request, future))
+        self._start()
+        return await asyncio.shield(future)
+
+    def _start(self) -> None:
+        while self._running < self._in_flight and self._queue:
+            group = [self._queue.popleft()]
+            events = len(group[0][0].events)
+            while self._queue and events + len(self._queue[0][0].events) <= self._max_events:
+                events += len(self._queue[0][0].events)
+                group.append(self._queue.popleft())
+            self._running += 1
+            task = asyncio.get_running_loop().create_task(self._commit(group))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _commit(
+        self, group: list[tuple[AppendRequest, asyncio.Future[AppendOutcome]]]
+    ) -> None:
+        try:
+            results = await self._results([request for request, _ in group])
+        except asyncio.CancelledError:
+            for _, future in group:
+                future.cancel()
+            raise
+        finally:
+            self._running -= 1
+            self._start()
+        for (_, future), result in zip(group, results, strict=True):
+            if future.done():
+                continue
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+    async def _results(self, requests: list[AppendRequest]) -> list[Result | BaseException]:
+        self.transactions += 1
+        try:
+            results: list[Result | BaseException] = list(await self._run(requests))
+        except Exception as error:
+            if len(requests) == 1 or (
+                isinstance(error, ContextEngineError) and error.reason in _EVERYONE_S
+            ):
+                return [error] * len(requests)
+            # One of them may be the cause: each in a transaction of its own.
+            return list(await asyncio.gather(*(self._alone(r) for r in requests)))
+        self.appends += len(requests)
+        return results
+
+    async def _alone(self, request: AppendRequest) -> Result | BaseException:
+        self.transactions += 1
+        try:
+            (result,) = await self._run([request])
+        except Exception as error:
+            return error
+        self.appends += 1
+        return result
+
+
+def _retrieve(future: asyncio.Future[AppendOutcome]) -> None:
+    """Marks an append's error as seen (its caller may have stopped waiting for it)."""
+    if not future.cancelled():
+        future.exception()
