@@ -152,3 +152,28 @@ async def test_a_caller_that_stops_waiting_still_has_its_append_committed(
         while not await _log(store):  # noqa: ASYNC110 - the store, not an event
             await asyncio.sleep(0.01)
     assert [e.event.id for e in await _log(store)] == ["gone-caller"]
+
+
+async def test_a_stuck_transaction_does_not_hold_up_the_others(postgres_dsn: str) -> None:
+    """Transactions of appends run one at a time while they are quick; once the one in flight
+    has run ``stall_seconds`` (it waits for a foreign lock) the next starts beside it."""
+    store = PostgresStore(postgres_dsn, group_in_flight=2)
+    await store.open()
+    keys = [SessionKey(APP, "u", f"s{n}") for n in range(2)]
+    foreign = await asyncpg.connect(postgres_dsn)
+    try:
+        for key in keys:
+            await store.create_session(key, {}, 1.0)
+        await foreign.execute("BEGIN")
+        await foreign.execute("SELECT 1 FROM sessions WHERE session_id = 's0' FOR UPDATE")
+        stuck = asyncio.create_task(store.append_events(keys[0], [_event("stuck")], None))
+        await asyncio.sleep(0.05)  # in flight, waiting for the row
+        started = asyncio.get_running_loop().time()
+        await store.append_events(keys[1], [_event("free")], None)
+        assert asyncio.get_running_loop().time() - started < 1.0  # not the 2 s lock timeout
+        assert not stuck.done()
+        await foreign.execute("ROLLBACK")
+        assert (await stuck).last_sequence == 1
+    finally:
+        await foreign.close()
+        await store.close()

@@ -1,18 +1,24 @@
 """Group commit of one PostgreSQL store's appends: callers that wait together share a transaction.
 
 Each append costs a transaction four round trips and a durable commit (``_pg_ops``). When many
-callers append at once (one sidecar serving many agents), a transaction per call holds a pooled
-connection for every commit's flush: at a few milliseconds per commit the pool, not the
-database, caps the sidecar. So appends queue here, and at most ``in_flight`` transactions of
-appends run at a time, each taking everything queued when it starts (up to ``max_events``): a
-caller alone goes at once, callers that arrive while transactions are in flight go together in
-the next one. One transaction, one commit, four round trips for the whole group; the
-database's own group commit (``commit_delay``) then shares flushes between sidecars.
+callers append at once (one sidecar serving many agents), a transaction per call spends the
+sidecar's CPU on round trips and holds a pooled connection through every commit's flush: at a
+few milliseconds per commit the pool, not the database, caps the sidecar. So appends queue here
+and one transaction takes everything queued when it starts (up to ``max_events``): a caller
+alone goes at once, callers that arrive while a transaction is in flight go together in the next
+one. One transaction, one commit, four round trips for the whole group (measured: the fewer
+transactions run at once, the larger the groups and the less CPU per event: 419 us per event
+with one at a time against 702 with five, docs/design/concurrent-commits.md). The database's own
+group commit (``commit_delay``) then shares flushes between sidecars.
+
+One at a time, a transaction that waits (a lock a foreign transaction holds, a slow statement)
+would hold up every append of the sidecar: so when the newest transaction in flight has run for
+``stall_seconds`` another one starts with what waits, up to ``in_flight`` at once.
 
 Each append is planned on its own (``_pg_group_plan``): one whose plan fails gets its error and
 the others are written. A database error fails the whole transaction; the group's appends are
-then run again one transaction each, so that one session's trouble (a foreign lock, a bad
-row) fails only its own caller; when the database cannot be reached (STORAGE_UNAVAILABLE,
+then run again one transaction each, so that one session's trouble (a foreign lock, a bad row)
+fails only its own caller; when the database cannot be reached (STORAGE_UNAVAILABLE,
 STORAGE_FULL, SHUTTING_DOWN) they all fail with that error at once. A caller that stops waiting
 (cancelled) does not stop its append: it commits with its group.
 """
@@ -38,7 +44,9 @@ Run = Callable[[Sequence[AppendRequest]], Awaitable[list[Result]]]
 class GroupCommit:
     """The queue of one store's appends and the transactions that take them (see the module)."""
 
-    def __init__(self, run: Run, *, in_flight: int, max_events: int) -> None:
+    def __init__(
+        self, run: Run, *, in_flight: int, max_events: int, stall_seconds: float = 0.025
+    ) -> None:
         """``run`` commits a group in one transaction (the store's ``_pg_ops.append_group`` on a
         pooled connection, with its error handling)."""
         if in_flight < 1:
@@ -46,6 +54,10 @@ class GroupCommit:
         self._run = run
         self._in_flight = in_flight
         self._max_events = max_events
+        self._stall = stall_seconds
+        #: when the newest transaction in flight started (monotonic seconds)
+        self._newest = 0.0
+        self._stall_check: asyncio.TimerHandle | None = None
         self._queue: deque[tuple[AppendRequest, asyncio.Future[AppendOutcome]]] = deque()
         self._running = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -62,16 +74,27 @@ class GroupCommit:
         return await asyncio.shield(future)
 
     def _start(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._running < self._in_flight and self._queue:
+            if self._running and loop.time() - self._newest < self._stall:
+                # Wait for a transaction in flight to end, or to stall.
+                if self._stall_check is None:
+                    self._stall_check = loop.call_at(self._newest + self._stall, self._stalled)
+                return
             group = [self._queue.popleft()]
             events = len(group[0][0].events)
             while self._queue and events + len(self._queue[0][0].events) <= self._max_events:
                 events += len(self._queue[0][0].events)
                 group.append(self._queue.popleft())
             self._running += 1
-            task = asyncio.get_running_loop().create_task(self._commit(group))
+            self._newest = loop.time()
+            task = loop.create_task(self._commit(group))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _stalled(self) -> None:
+        self._stall_check = None
+        self._start()
 
     async def _commit(
         self, group: list[tuple[AppendRequest, asyncio.Future[AppendOutcome]]]

@@ -40,7 +40,7 @@ class Waker:
         *,
         server_settings: dict[str, str],
         connect_timeout: float = 5.0,
-        min_interval: float = 0.005,
+        min_interval: float = 0.010,
     ) -> None:
         self._dsn = dsn
         self._payload = json.dumps({"o": origin, "k": "wake"}, separators=(",", ":"))
