@@ -15,6 +15,7 @@ held to the commit), for a few seconds.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import re
@@ -26,7 +27,15 @@ from pathlib import Path
 
 import asyncpg
 
-__all__ = ["Cluster", "checkpoint", "cluster", "database", "pgbench_inserts", "set_commit_delay"]
+__all__ = [
+    "Cluster",
+    "Waits",
+    "checkpoint",
+    "cluster",
+    "database",
+    "pgbench_inserts",
+    "set_commit_delay",
+]
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,51 @@ async def set_commit_delay(admin: str, microseconds: int) -> dict[str, str]:
         return {name: str(await conn.fetchval(f"SHOW {name}")) for name in names}
     finally:
         await conn.close()
+
+
+class Waits:
+    """What the sidecars' database connections wait for while a workload runs: every 10 ms,
+    ``pg_stat_activity``'s wait event of each of them that runs a statement. A lock shared by
+    the writers shows as ``Lock`` samples (an advisory lock, a row, a transaction id); the
+    commit's flush as ``IO`` / ``WALSync``-like events or ``CommitDelay`` (``commit_delay``)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self.samples: collections.Counter[str] = collections.Counter()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Waits:
+        self._task = asyncio.get_running_loop().create_task(self._sample())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _sample(self) -> None:
+        conn = await asyncpg.connect(self._url)
+        try:
+            while True:
+                rows = await conn.fetch(
+                    "SELECT coalesce(wait_event_type || ':' || wait_event, 'running')"
+                    " FROM pg_stat_activity WHERE application_name LIKE 'contextengine %'"
+                    " AND state = 'active' AND datname = current_database()"
+                )
+                self.samples.update(row[0] for row in rows)
+                await asyncio.sleep(0.01)
+        finally:
+            await conn.close()
+
+    def summary(self) -> str:
+        """The share of samples waiting on a lock, and the commonest wait events."""
+        total = sum(self.samples.values())
+        if not total:
+            return "no statement sampled"
+        locks = sum(n for event, n in self.samples.items() if event.startswith("Lock:"))
+        common = ", ".join(f"{event} {n / total:.0%}" for event, n in self.samples.most_common(4))
+        return f"{locks / total:.1%} of {total} samples waiting on a lock ({common})"
 
 
 async def checkpoint(admin: str) -> None:

@@ -6,11 +6,15 @@ and pgbench on the same server, with SQLite for reference (issue #32).
 0, 2 and 5 ms with ``commit_siblings=0``, set on the cluster between blocks):
 
 * **Appends**: 1, 2 and 4 sidecars (``contextengine serve``) on one database, 16 and 32 writers
-  spread over them, each appending one event per call to a session of its own (as ADK's runner
-  does); 16 writers appending batches of 10 (``AppendEvents``); one writer alone.
+  spread over them, each appending one event per call to a session of its own, of a user of its
+  own (as ADK's runner does for many users; the workload sets a ``user:`` key every other turn);
+  16 writers appending batches of 10 (``AppendEvents``); one writer alone. The sidecar counts
+  take turns, three rounds, the median reported (the spread in the notes). One more row per
+  latency: 2 sidecars x 32 writers all of one user, whose state row every other event changes
+  (one row every writer changes: those appends go one transaction at a time, by ADK's semantics).
 * **google-adk 2.13's ``DatabaseSessionService``** (SQLAlchemy, ``postgresql+asyncpg://``) on the
   same server (its own database), in-process, 16 and 32 concurrent ``append_event`` callers on
-  sessions of their own: the ratios' reference.
+  sessions of their own, of users of their own: the ratios' reference.
 * **pgbench**, 16 and 32 clients committing one 300-byte row per transaction: what the database
   itself does at that commit latency.
 * **Cross-sidecar delivery**: one sidecar appends 200 events/s, 10 subscribers on another receive
@@ -79,6 +83,8 @@ class Sizes:
     latency_events: int
     subscribers: int
     rate: float
+    #: measurements of each sidecar count, taking turns (the median is reported)
+    rounds: int = 3
     #: the SQLite reference: 16 clients, this many appends each (and batches)
     clients: int = 16
     per_client: int = 60
@@ -118,6 +124,7 @@ QUICK = Sizes(
     rate=200.0,
     per_client=15,
     batches_per_client=5,
+    rounds=1,
 )
 
 
@@ -170,31 +177,46 @@ async def _sequential(client: ContextEngineClient, count: int, tag: str) -> list
     return latencies
 
 
+def _user(n: int, own_users: bool) -> str:
+    """The user of writer ``n``'s session: its own, or the one user of every writer."""
+    return f"{USER}-{n}" if own_users else USER
+
+
 async def _concurrent(
-    targets: Sequence[ContextEngineClient], per_client: int, tag: str, batch: int
+    targets: Sequence[ContextEngineClient],
+    per_client: int,
+    tag: str,
+    batch: int,
+    *,
+    own_users: bool = False,
 ) -> list[float]:
-    """Each client appends to its own session: ``per_client`` calls of ``batch`` events."""
+    """Each client appends to its own session: ``per_client`` calls of ``batch`` events.
+    ``own_users``: each session of a user of its own (else all of one user: the workload's
+    ``user:`` key, set every other turn, is then one row every writer changes)."""
     latencies: list[float] = []
 
     async def one(n: int, client: ContextEngineClient) -> None:
         session = f"{tag}-c{n}"
-        await client.create_session(APP, USER, session)
+        user = _user(n, own_users)
+        await client.create_session(APP, user, session)
         specs = workload(session, per_client * batch)
         for i in range(per_client):
             events = [to_proto(s) for s in specs[i * batch : (i + 1) * batch]]
             started = time.perf_counter()
             if batch == 1:
-                await client.append_event(APP, USER, session, events[0])
+                await client.append_event(APP, user, session, events[0])
             else:
-                await client.append_events(APP, USER, session, events)
+                await client.append_events(APP, user, session, events)
             latencies.append(_ms_since(started))
 
     await asyncio.gather(*(one(n, c) for n, c in enumerate(targets)))
     return latencies
 
 
-async def _check(client: ContextEngineClient, session: str, expected: int) -> None:
-    log = [e async for e in client.list_events(APP, USER, session)]
+async def _check(
+    client: ContextEngineClient, session: str, expected: int, user: str = USER
+) -> None:
+    log = [e async for e in client.list_events(APP, user, session)]
     if [e.sequence for e in log] != list(range(1, expected + 1)):
         raise DataCheckError(f"{session}: {len(log)} events, expected 1..{expected}")
     if len({e.id for e in log}) != expected:
@@ -203,17 +225,21 @@ async def _check(client: ContextEngineClient, session: str, expected: int) -> No
 
 async def _writers(
     name: str,
-    admin: str,
+    db: str,
     sidecars: Sequence[Sidecar],
     writers: int,
     calls: int,
     batch: int,
     tag: str,
     baseline: float | None,
+    waits: dict[str, str],
+    *,
+    own_users: bool = True,
 ) -> Measurement:
-    """``writers`` clients spread over ``sidecars``, each appending ``calls`` times ``batch``
-    events to a session of its own, after a checkpoint of the server of ``admin``; checked
-    afterwards."""
+    """``writers`` clients spread over ``sidecars`` (on ``db``), each appending ``calls`` times
+    ``batch`` events to a session of its own (of a user of its own unless ``own_users`` is
+    False), after a checkpoint; checked afterwards. What the sidecars' connections waited for is
+    in ``waits``."""
     async with contextlib.AsyncExitStack() as stack:
         clients = [
             await stack.enter_async_context(
@@ -221,13 +247,15 @@ async def _writers(
             )
             for n in range(writers)
         ]
-        await _concurrent(clients, 3, f"{tag}-warm", 1)
-        await pg_cluster.checkpoint(admin)
+        await _concurrent(clients, 3, f"{tag}-warm", 1, own_users=own_users)
+        await pg_cluster.checkpoint(db)
         cpu = _cpu(sidecars)
         own = time.process_time()
-        started = time.perf_counter()
-        latencies = await _concurrent(clients, calls, tag, batch)
-        seconds = time.perf_counter() - started
+        async with pg_cluster.Waits(db) as waited:
+            started = time.perf_counter()
+            latencies = await _concurrent(clients, calls, tag, batch, own_users=own_users)
+            seconds = time.perf_counter() - started
+        waits[name] = waited.summary()
         measured = Measurement(
             name,
             writers * calls * batch,
@@ -238,7 +266,7 @@ async def _writers(
             baseline_events_per_second=baseline,
         )
         for n in range(writers):
-            await _check(clients[n], f"{tag}-c{n}", calls * batch)
+            await _check(clients[n], f"{tag}-c{n}", calls * batch, _user(n, own_users))
     return measured
 
 
@@ -284,13 +312,15 @@ async def _bench_engine(
 
 async def _adk_writers(dsn: str, writers: int, calls: int, tag: str) -> Measurement:
     """google-adk's ``DatabaseSessionService`` (its defaults), ``writers`` concurrent callers of
-    ``append_event`` on sessions of their own, ``calls`` each."""
+    ``append_event`` on sessions of their own (each of a user of its own), ``calls`` each."""
     from google.adk.sessions.database_session_service import DatabaseSessionService
 
     service = DatabaseSessionService(dsn.replace("postgresql://", "postgresql+asyncpg://", 1))
     try:
         sessions = [
-            await service.create_session(app_name=APP, user_id=USER, session_id=f"{tag}-{n}")
+            await service.create_session(
+                app_name=APP, user_id=_user(n, True), session_id=f"{tag}-{n}"
+            )
             for n in range(writers)
         ]
         for session in sessions:  # warm: the pool's connections, the statements
@@ -307,7 +337,9 @@ async def _adk_writers(dsn: str, writers: int, calls: int, tag: str) -> Measurem
         await asyncio.gather(*(one(n) for n in range(writers)))
         seconds = time.perf_counter() - started
         for n in range(writers):
-            stored = await service.get_session(app_name=APP, user_id=USER, session_id=f"{tag}-{n}")
+            stored = await service.get_session(
+                app_name=APP, user_id=_user(n, True), session_id=f"{tag}-{n}"
+            )
             if stored is None or len(stored.events) != calls + 1:
                 raise DataCheckError(f"ADK's DatabaseSessionService lost events of {tag}-{n}")
     finally:
@@ -481,51 +513,78 @@ async def _block(
                 measured.latencies_ms,
             )
         )
-    for count in sizes.sidecars:
-        db = await pg_cluster.database(cluster.admin, f"bench_{delay_us}_{count}")
-        async with _sidecars(workdir, db, f"pg{delay_us}-{count}", count) as started:
-            if count == 1:
-                async with ContextEngineClient(started[0].target, attempts=1) as client:
-                    own = time.perf_counter()
-                    latencies = await _sequential(client, sizes.sequential, f"seq{delay_us}")
-                    report.measurements.append(
-                        Measurement(
-                            f"{prefix}: PostgreSQL, 1 sidecar x 1 writer, AppendEvent",
-                            sizes.sequential,
-                            time.perf_counter() - own,
-                            tuple(latencies),
-                        )
-                    )
-            for writers in sizes.writers:
-                measured = await _writers(
-                    f"{prefix}: PostgreSQL, {_label(count)} x {writers} writers, AppendEvent",
-                    cluster.admin,
-                    started,
-                    writers,
-                    sizes.per_writer,
-                    1,
-                    f"w{writers}",
-                    block.adk[writers],
-                )
-                block.ours[(count, writers)] = measured.events_per_second
-                report.measurements.append(measured)
+    async with contextlib.AsyncExitStack() as stack:
+        # Every sidecar count at once, each on a database of its own; the counts take turns,
+        # round after round, so that the machine's other load falls on all of them alike.
+        sets: dict[int, list[Sidecar]] = {}
+        dbs: dict[int, str] = {}
+        for count in sizes.sidecars:
+            dbs[count] = await pg_cluster.database(cluster.admin, f"bench_{delay_us}_{count}")
+            sets[count] = await stack.enter_async_context(
+                _sidecars(workdir, dbs[count], f"pg{delay_us}-{count}", count)
+            )
+        waits: dict[str, str] = {}
+        async with ContextEngineClient(sets[1][0].target, attempts=1) as client:
+            own = time.perf_counter()
+            latencies = await _sequential(client, sizes.sequential, f"seq{delay_us}")
             report.measurements.append(
-                await _writers(
-                    f"{prefix}: PostgreSQL, {_label(count)} x {sizes.batch_writers} writers, "
-                    f"AppendEvents of {sizes.batch}",
-                    cluster.admin,
-                    started,
-                    sizes.batch_writers,
-                    sizes.batches_per_writer,
-                    sizes.batch,
-                    "b",
-                    block.adk.get(sizes.batch_writers),
+                Measurement(
+                    f"{prefix}: PostgreSQL, 1 sidecar x 1 writer, AppendEvent",
+                    sizes.sequential,
+                    time.perf_counter() - own,
+                    tuple(latencies),
                 )
             )
-            if count == 2:
-                await _bench_delivery(started[0], started[1], sizes, report, prefix)
-            if count == 1 and delay_us == 0:
-                await _bench_context("PostgreSQL sidecar (0 ms)", started[0], sizes, report)
+        for writers, calls, batch in (
+            *((w, sizes.per_writer, 1) for w in sizes.writers),
+            (sizes.batch_writers, sizes.batches_per_writer, sizes.batch),
+        ):
+            label = "AppendEvent" if batch == 1 else f"AppendEvents of {batch}"
+            runs: dict[int, list[Measurement]] = {count: [] for count in sizes.sidecars}
+            for round_ in range(sizes.rounds):
+                for count in sizes.sidecars:
+                    runs[count].append(
+                        await _writers(
+                            f"{prefix}: PostgreSQL, {_label(count)} x {writers} writers, {label}",
+                            dbs[count],
+                            sets[count],
+                            writers,
+                            calls,
+                            batch,
+                            f"w{writers}-b{batch}-r{round_}",
+                            block.adk.get(writers),
+                            waits,
+                        )
+                    )
+            for count, rounds in runs.items():
+                median = sorted(rounds, key=lambda m: m.events_per_second)[len(rounds) // 2]
+                report.measurements.append(median)
+                if batch == 1:
+                    block.ours[(count, writers)] = median.events_per_second
+                rates = ", ".join(f"{m.events_per_second:,.0f}" for m in rounds)
+                report.notes.append(
+                    f"{median.name}: rounds {rates} events/s (median shown); the sidecars' "
+                    f"statements (last round): {waits[median.name]}"
+                )
+        most = max(sizes.writers)
+        shared = await _writers(
+            f"{prefix}: PostgreSQL, 2 sidecars x {most} writers, AppendEvent, one user "
+            "for all (its user: state every other event: one row all change)",
+            dbs[2],
+            sets[2],
+            most,
+            sizes.per_writer,
+            1,
+            f"shared-{most}",
+            block.adk.get(most),
+            waits,
+            own_users=False,
+        )
+        report.measurements.append(shared)
+        report.notes.append(f"{shared.name}: the sidecars' statements: {waits[shared.name]}")
+        await _bench_delivery(sets[2][0], sets[2][1], sizes, report, prefix)
+        if delay_us == 0:
+            await _bench_context("PostgreSQL sidecar (0 ms)", sets[1][0], sizes, report)
     report.notes.append(f"{prefix} block: load average at its end {_load()}")
     return block
 
