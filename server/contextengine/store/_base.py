@@ -40,11 +40,12 @@ Positions and commit notifications (what subscriptions are built on):
   the highest position taken so far (0 for a new store); on PostgreSQL it is derived from the
   oldest transaction still in flight, so it may lie above every recorded position.
 * ``add_commit_listener`` registers a callback that is called on the event loop once per committed
-  transaction, with that transaction's changes (``LoggedEvent``, ``SessionCreated``,
-  ``SessionDeleted``) in position order, and transactions in position order. Where this process
-  is the only writer it is called after the commit and before any writer of that transaction
-  runs again (its call returns), so a change is notified before anyone can learn of it
-  otherwise. On PostgreSQL a change with a position is told once that position is final, for
+  write (an append, a creation, a deletion; a store that commits several callers' writes in one
+  transaction calls it once per session of it), with its changes (``LoggedEvent``,
+  ``SessionCreated``, ``SessionDeleted``) in position order, and writes in position order. Where
+  this process is the only writer it is called after the commit and before any writer of that
+  transaction runs again (its call returns), so a change is notified before anyone can learn of
+  it otherwise. On PostgreSQL a change with a position is told once that position is final, for
   every writer's transactions alike (after the writer's call returned: milliseconds while no
   older transaction is in flight, longer while one is); a change without one (a deletion, a
   session created without shared state) is told at once. Failed or rolled-back writes notify

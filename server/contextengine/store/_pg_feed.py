@@ -11,8 +11,9 @@ sidecar (docs/design/scaling-out.md).
   (``_pg_positions``) and commits finish in any order, so the feed reads the events (joined with
   their session's key) and the sessions created with shared state after ``delivered``, the last
   position it told, and below the bound of the same statement's snapshot: every position there
-  is final. It tells them in position order, one listener call per transaction (a transaction's
-  positions are consecutive and share its id), and moves ``delivered`` to the bound minus one.
+  is final. It tells them in position order, one listener call per session and transaction (a
+  transaction's positions are consecutive and share its id; a transaction of grouped appends,
+  ``_pg_group``, touches several sessions), and moves ``delivered`` to the bound minus one.
   Nothing below the bound can appear later, so nothing is skipped, and nothing at or below
   ``delivered`` is read again, so nothing is told twice. Local commits take the same way: their
   writer is answered at once, their listeners hear them once they are final (a few milliseconds

@@ -257,11 +257,15 @@ async def create_session(
 
 
 async def append_group(
-    conn: asyncpg.Connection, committer: Committer, requests: Sequence[AppendRequest]
+    conn: asyncpg.Connection,
+    committer: Committer,
+    requests: Sequence[AppendRequest],
+    committing: Callable[[], None] | None = None,
 ) -> list[Result]:
     """Appends ``requests`` in one transaction, in their order; each gets its outcome or the
     error of its own plan (the others are written all the same). A database error fails them
-    all (the caller may then run them one by one: ``_pg_group``)."""
+    all (the caller may then run them one by one: ``_pg_group``). ``committing`` is called as
+    the COMMIT is sent."""
     users, apps = shared_keys(requests)
     keys = list(dict.fromkeys(request.key for request in requests))
     locks = [
@@ -270,7 +274,7 @@ async def append_group(
         *(app_lock(app) for app in apps),
     ]
     ids = list({event.id for request in requests for event in request.events})
-    async with transaction(conn, locks):
+    async with transaction(conn, locks, committing):
         rows = await conn.fetch(
             _FIND_GROUP,
             [key.app_name for key in keys],

@@ -17,12 +17,12 @@ per commit. A failure is logged at DEBUG and forgotten: the other sidecars' feed
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 
 import asyncpg
 
+from contextengine.store._pg_listen import ended
 from contextengine.store._pg_ops import CHANNEL
 
 __all__ = ["Waker"]
@@ -90,8 +90,7 @@ class Waker:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await ended(task)
         conn, self._conn = self._conn, None
         if conn is not None:
             try:

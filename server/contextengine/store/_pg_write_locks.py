@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -102,14 +102,20 @@ def _begin(locks: Iterable[WriteLock]) -> str:
 
 
 @asynccontextmanager
-async def transaction(conn: asyncpg.Connection, locks: Iterable[WriteLock]) -> AsyncIterator[None]:
+async def transaction(
+    conn: asyncpg.Connection,
+    locks: Iterable[WriteLock],
+    committing: Callable[[], None] | None = None,
+) -> AsyncIterator[None]:
     """A READ COMMITTED transaction holding ``locks`` from its first round trip; committed when
-    the block ends, rolled back when it raises (or when the COMMIT itself fails before the
-    server ended the transaction). A connection that cannot even roll back is closed (the pool
-    then makes a new one)."""
+    the block ends (``committing`` is called as the COMMIT is sent), rolled back when it raises
+    (or when the COMMIT itself fails before the server ended the transaction). A connection
+    that cannot even roll back is closed (the pool then makes a new one)."""
     try:
         await conn.execute(_begin(locks))
         yield
+        if committing is not None:
+            committing()
         await conn.execute("COMMIT")
     except BaseException:
         if conn.is_in_transaction():

@@ -526,11 +526,16 @@ class PostgresStore:
         )
         return await self._measured(self._groups.append(request))
 
-    async def _append_group(self, requests: Sequence[AppendRequest]) -> list[Result]:
-        """One transaction of appends (``_pg_group``), run to its end however its callers go."""
+    async def _append_group(
+        self, requests: Sequence[AppendRequest], committing: Callable[[], None]
+    ) -> list[Result]:
+        """One transaction of appends (``_pg_group``), run to its end however its callers go;
+        ``committing`` is called as its COMMIT is sent."""
         committer = self._committer()
         task = asyncio.ensure_future(
-            self._attempts(lambda conn: ops.append_group(conn, committer, requests), write=True)
+            self._attempts(
+                lambda conn: ops.append_group(conn, committer, requests, committing), write=True
+            )
         )
         task.add_done_callback(_retrieve)
         return await asyncio.shield(task)
