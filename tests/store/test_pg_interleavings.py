@@ -239,7 +239,8 @@ async def test_get_state_waits_for_an_older_transaction_and_is_exact(
     that changed the app's state has committed: the read waits until it can name a position
     whose state holds exactly the changes up to it, then the held transaction's change comes
     after that position."""
-    store = PostgresStore(postgres_dsn)
+    # Two connections: the held transaction's, and one for everything else.
+    store = PostgresStore(postgres_dsn, pool_size=2, group_in_flight=2)
     await store.open()
     key, other = KEYS[0], KEYS[1]
     try:
@@ -268,6 +269,9 @@ async def test_get_state_waits_for_an_older_transaction_and_is_exact(
         reading = asyncio.create_task(store.get_state(key))
         await asyncio.sleep(0.3)
         assert not reading.done(), "get_state answered while its snapshot was not exact"
+        # It does not keep a connection while it waits: the other one is free for other calls.
+        async with asyncio.timeout(1):
+            assert len(await store.list_sessions(APP, None, 10, None)) == 2
         release.set()
         await held
         state = await reading

@@ -8,8 +8,6 @@ position whose transaction may still commit. ``last_position`` is that bound min
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,7 +17,6 @@ import asyncpg
 from contextengine.core.errors import session_not_found
 from contextengine.core.state import merge_state
 from contextengine.store._base import EventFilter, LoggedEvent, SessionKey, StateAt, StoredSession
-from contextengine.store._pg_errors import held_back
 from contextengine.store._pg_positions import BOUND
 from contextengine.store._sqlite_rows import load_event, load_state
 from contextengine.v1 import config_pb2, event_pb2
@@ -234,30 +231,21 @@ FROM sessions s
 WHERE s.app_name = $1 AND s.user_id = $2 AND s.session_id = $3
 """
 
-#: how long ``get_state`` waits for a stable snapshot before it gives up (seconds)
-STATE_WAIT_SECONDS = 30.0
 
-
-async def get_state(conn: asyncpg.Connection, key: SessionKey) -> StateAt:
-    """The merged state at a position: read when every change to the session's, its user's and
-    its app's rows is below the bound, so the state holds exactly the changes at or before the
-    bound minus one. A change committed above the bound (its transaction's id is above that of
-    a transaction still in flight) waits for those transactions to end: the read is repeated,
-    a millisecond later at first."""
-    pause = 0.001
-    deadline = time.monotonic() + STATE_WAIT_SECONDS
-    while True:
-        row = await conn.fetchrow(_STATE, key.app_name, key.user_id, key.session_id)
-        if row is None:
-            raise session_not_found(key.app_name, key.user_id, key.session_id)
-        *fields, app_state, changed, bound = row
-        if changed < bound:
-            stored = _stored(key.app_name, tuple(fields), app_state, [])
-            return StateAt(state=stored.state, position=int(bound) - 1)
-        if time.monotonic() > deadline:
-            raise held_back("reading a state", STATE_WAIT_SECONDS)
-        await asyncio.sleep(pause)
-        pause = min(0.05, pause * 2)
+async def state_if_exact(conn: asyncpg.Connection, key: SessionKey) -> StateAt | None:
+    """The merged state at a position, if it can be named: when every change to the session's,
+    its user's and its app's rows is below the bound, the state holds exactly the changes at or
+    before the bound minus one. None when one of them changed above the bound (committed, but a
+    transaction with a smaller id is still in flight): the caller asks again later, without
+    holding the connection meanwhile."""
+    row = await conn.fetchrow(_STATE, key.app_name, key.user_id, key.session_id)
+    if row is None:
+        raise session_not_found(key.app_name, key.user_id, key.session_id)
+    *fields, app_state, changed, bound = row
+    if changed >= bound:
+        return None
+    stored = _stored(key.app_name, tuple(fields), app_state, [])
+    return StateAt(state=stored.state, position=int(bound) - 1)
 
 
 async def get_app_config(conn: asyncpg.Connection, app_name: str) -> config_pb2.AppConfig | None:

@@ -22,6 +22,7 @@ share a lock, and are then written one after the other, never wrongly at the sam
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -118,9 +119,10 @@ async def transaction(
             committing()
         await conn.execute("COMMIT")
     except BaseException:
-        if conn.is_in_transaction():
-            try:
+        try:
+            if conn.is_in_transaction():
                 await conn.execute("ROLLBACK")
-            except Exception:  # the connection is broken: whatever it held ends with it
+        except Exception:  # the connection is broken or gone: whatever it held ends with it
+            with contextlib.suppress(Exception):
                 conn.terminate()
         raise

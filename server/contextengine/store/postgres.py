@@ -61,7 +61,7 @@ from contextengine.store._base import (
 )
 from contextengine.store._listeners import CommitListeners
 from contextengine.store._pg_dsn import is_postgres_dsn, mask_dsn
-from contextengine.store._pg_errors import busy, retryable, storage_error
+from contextengine.store._pg_errors import busy, held_back, retryable, storage_error
 from contextengine.store._pg_feed import ChangeFeed
 from contextengine.store._pg_group import GroupCommit
 from contextengine.store._pg_group_plan import AppendRequest, Result
@@ -85,6 +85,8 @@ _ATTEMPTS = 5
 DEFAULT_TIMEOUTS = Timeouts()
 #: at most one WARNING line about a busy database per this many seconds
 _BUSY_LOG_SECONDS = 10.0
+#: how long ``get_state`` waits for a state it can name at a position (seconds)
+STATE_WAIT_SECONDS = 30.0
 
 Query = Callable[[asyncpg.Connection], Awaitable[T]]
 
@@ -571,7 +573,19 @@ class PostgresStore:
         return await self._run(reads.last_position, write=False)
 
     async def get_state(self, key: SessionKey) -> StateAt:
-        return await self._run(lambda conn: reads.get_state(conn, key), write=False)
+        """Read again (after 1 ms, doubling to 50 ms, the connection given back meanwhile)
+        until the state can be named at a position (``_pg_reads.state_if_exact``); STORAGE_BUSY
+        after ``STATE_WAIT_SECONDS``."""
+        pause = 0.001
+        deadline = time.monotonic() + STATE_WAIT_SECONDS
+        while True:
+            found = await self._run(lambda conn: reads.state_if_exact(conn, key), write=False)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline:
+                raise self._busy(held_back("reading a state", STATE_WAIT_SECONDS))
+            await asyncio.sleep(pause)
+            pause = min(0.05, pause * 2)
 
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         return await self._run(lambda conn: reads.get_app_config(conn, app_name), write=False)
