@@ -147,7 +147,7 @@ async def test_a_stopped_sidecar_holds_delivery_back_at_most_its_idle_timeout(
     tmp_path: Path, postgres_dsn: str
 ) -> None:
     limit = 2.0
-    flags = ("--postgres-idle-in-transaction-timeout-seconds", str(limit))
+    flags = ("--postgres-idle-tx-timeout-seconds", str(limit))
     async with (
         sidecars(tmp_path, postgres_dsn, args={"a": flags, "b": flags}) as (a, b),
         client(a) as ca,

@@ -54,7 +54,7 @@ def open_store(
             timeouts = Timeouts(
                 lock_seconds=settings.postgres_lock_timeout_seconds,
                 statement_seconds=settings.postgres_statement_timeout_seconds,
-                idle_in_transaction_seconds=settings.postgres_idle_in_transaction_timeout_seconds,
+                idle_in_transaction_seconds=settings.postgres_idle_tx_timeout_seconds,
             )
         return PostgresStore(
             db,

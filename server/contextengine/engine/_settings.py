@@ -52,11 +52,12 @@ class EngineSettings:
         "with a postgresql:// --db: the longest one statement of this sidecar runs (then "
         "STORAGE_BUSY); a server silent 5 s longer counts as unreachable",
     )
-    postgres_idle_in_transaction_timeout_seconds: Annotated[float, Gt(0)] = setting(
+    postgres_idle_tx_timeout_seconds: Annotated[float, Gt(0)] = setting(
         5.0,
         "with a postgresql:// --db: the longest a transaction of this sidecar stays open "
-        "between two statements before PostgreSQL ends it (bounds how long a stopped sidecar "
-        "holds back the delivery of every sidecar's commits)",
+        "between two statements before PostgreSQL ends it (its "
+        "idle_in_transaction_session_timeout: bounds how long a stopped sidecar holds back the "
+        "delivery of every sidecar's commits)",
     )
     subscriber_buffer: Annotated[int, Gt(0)] = setting(
         1024, "changes a subscriber may have waiting before it is ended with SUBSCRIBER_LAGGED"
