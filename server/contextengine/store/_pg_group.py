@@ -41,7 +41,7 @@ from contextengine.store._pg_group_plan import AppendRequest, Result
 __all__ = ["GroupCommit"]
 
 #: errors for which running the appends one by one would only repeat them
-_EVERYONE_S = frozenset({"STORAGE_UNAVAILABLE", "STORAGE_FULL", "SHUTTING_DOWN"})
+_FAILS_EVERYONE = frozenset({"STORAGE_UNAVAILABLE", "STORAGE_FULL", "SHUTTING_DOWN"})
 
 #: commits a group in one transaction, calling its second argument as it sends the COMMIT
 Run = Callable[[Sequence[AppendRequest], Callable[[], None]], Awaitable[list[Result]]]
@@ -150,7 +150,7 @@ class GroupCommit:
             results: list[Result | BaseException] = list(await self._run(requests, committing))
         except Exception as error:
             if len(requests) == 1 or (
-                isinstance(error, ContextEngineError) and error.reason in _EVERYONE_S
+                isinstance(error, ContextEngineError) and error.reason in _FAILS_EVERYONE
             ):
                 return [error] * len(requests)
             # One of them may be the cause: each in a transaction of its own.

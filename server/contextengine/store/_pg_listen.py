@@ -189,4 +189,4 @@ async def ended(task: asyncio.Task[None]) -> None:
         await asyncio.wait((task,), timeout=0.1)
         task.cancel()
     if not task.cancelled() and task.exception() is not None:
-        _LOG.warning("store: the change feed's task failed: %r", task.exception())
+        _LOG.warning("store: a background task of the store failed: %r", task.exception())
