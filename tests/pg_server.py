@@ -49,6 +49,8 @@ class PostgresServer:
     port: int
     directory: Path
     binaries: Path
+    #: started with fsync, synchronous commit and full page writes on (benchmarks); else off
+    durable: bool = False
     _names: Iterator[int] = field(default_factory=itertools.count)
     _free: list[str] = field(default_factory=list)
 
@@ -65,10 +67,10 @@ class PostgresServer:
 
     def start_again(self) -> str | None:
         """(Re)starts the server on its port and data; None, or pg_ctl's error."""
-        options = (
-            f"-k {self.directory} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off"
-            " -c full_page_writes=off -c max_connections=300"
-        )
+        options = f"-k {self.directory} -p {self.port} -c listen_addresses=127.0.0.1"
+        options += " -c max_connections=300"
+        if not self.durable:
+            options += " -c fsync=off -c full_page_writes=off"
         done = self._pg_ctl("-l", str(self.directory / "log"), "-w", "-o", options, "start")
         return None if done.returncode == 0 else done.stderr.strip()
 
@@ -89,8 +91,8 @@ class PostgresServer:
         return name
 
     def release_database(self, name: str) -> None:
-        """Empties ``name`` (every connection to it ended, every table of data truncated, the
-        position counter at 0) for the next ``create_database``; dropped if that fails."""
+        """Empties ``name`` (every connection to it ended, every table of data emptied) for the
+        next ``create_database``; dropped if that fails."""
         try:
             _in_own_loop(_empty(self.dsn(name)))
         except Exception:
@@ -130,7 +132,6 @@ async def _empty(dsn: str) -> None:
             await conn.execute("SET LOCAL session_replication_role = replica")
             for (table,) in tables:
                 await conn.execute(f"DELETE FROM {table}")
-            await conn.execute("UPDATE positions SET last_position = 0")
     finally:
         await conn.close()
 
@@ -182,7 +183,7 @@ def _as_server_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command]
 
 
-def _start(binaries: Path) -> PostgresServer:
+def _start(binaries: Path, *, durable: bool = False) -> PostgresServer:
     directory = Path(tempfile.mkdtemp(prefix="ce-pg-"))
     if os.geteuid() == 0:
         try:
@@ -203,7 +204,9 @@ def _start(binaries: Path) -> PostgresServer:
         shutil.rmtree(directory, ignore_errors=True)
         raise RuntimeError(f"initdb failed: {done.stderr.strip()}")
     for _attempt in range(5):
-        server = PostgresServer(port=_free_port(), directory=directory, binaries=binaries)
+        server = PostgresServer(
+            port=_free_port(), directory=directory, binaries=binaries, durable=durable
+        )
         error = server.start_again()
         if error is None:
             return server

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,11 +27,14 @@ CALL_TIMEOUT = 10.0
 
 @asynccontextmanager
 async def sidecars(
-    workdir: Path, dsn: str, names: tuple[str, ...] = ("a", "b")
+    workdir: Path,
+    dsn: str,
+    names: tuple[str, ...] = ("a", "b"),
+    args: Mapping[str, Sequence[str]] | None = None,
 ) -> AsyncIterator[list[Sidecar]]:
     """Started sidecars on ``dsn`` (started together: their migrations race), killed at the
-    end."""
-    started = [Sidecar(workdir, dsn, name) for name in names]
+    end; ``args``: more flags of ``serve`` by sidecar name."""
+    started = [Sidecar(workdir, dsn, name, (args or {}).get(name, ())) for name in names]
     try:
         await asyncio.gather(*(sidecar.start() for sidecar in started))
         yield started

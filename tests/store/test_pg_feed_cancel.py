@@ -13,7 +13,7 @@ import asyncio
 
 import pytest
 
-from contextengine.store._pg_notify import ChangeFeed
+from contextengine.store._pg_feed import ChangeFeed
 
 
 class _OpenConnection:
@@ -33,6 +33,8 @@ def _feed() -> ChangeFeed:
         deliver=lambda _changes: None,
         config_changed=lambda _change: None,
         report_problem=lambda _problem: None,
+        report_held=lambda _seconds: None,
+        server_settings={},
     )
 
 
@@ -78,10 +80,10 @@ async def test_close_ends_a_task_that_lost_its_cancellation() -> None:
 
 
 async def test_the_feed_loops_stop_once_closed() -> None:
-    """Without a database: ``_work`` and ``_keep_listening`` return once the feed is closed,
-    whether or not a cancellation reaches them."""
+    """Without a database: ``_work`` and the listener's ``keep_listening`` return once the feed
+    is closed, whether or not a cancellation reaches them."""
     feed = _feed()
-    feed._closed = True
+    await feed.close()
     async with asyncio.timeout(5):
         await feed._work()
-        await feed._keep_listening()
+        await feed._listener.keep_listening()

@@ -36,6 +36,14 @@ class Telemetry:
     def store_commit(self, seconds: float, ok: bool) -> None:
         """A write of the store was committed (or failed) ``seconds`` after it was submitted."""
 
+    def store_busy(self, cause: str) -> None:
+        """A call failed because the database was busy (STORAGE_BUSY), for ``cause``
+        (``lock_timeout``, ``statement_timeout``, ``pool_timeout``, ...)."""
+
+    def store_delivery_held(self, seconds: float) -> None:
+        """Committed changes have waited ``seconds`` so far for an older transaction still in
+        flight (PostgreSQL; 0 when none wait). Told after every read of the change feed."""
+
     def compaction(self, outcome: str) -> None:
         """A compaction pass: ``started`` (a summarizer is asked), then ``succeeded``,
         ``failed`` (the summarizer failed or returned nothing) or ``discarded`` (the log moved);

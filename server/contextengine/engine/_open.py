@@ -35,19 +35,34 @@ def open_store(
     telemetry: Telemetry = NO_TELEMETRY,
     *,
     pool_size: int = 10,
+    settings: EngineSettings | None = None,
 ) -> EventStore:
     """The store for ``db``: in-memory for ``:memory:``, else a SQLite file (not opened yet),
     telling ``telemetry`` of its commits. A ``postgresql://`` / ``postgres://`` URL chooses the
-    PostgreSQL store (at most ``pool_size`` connections)."""
+    PostgreSQL store (at most ``pool_size`` connections; its timeouts from ``settings``, else
+    the defaults)."""
     if db == MEMORY_DB:
         from contextengine.store.memory import MemoryStore
 
         return MemoryStore()
     if is_postgres_dsn(db):
         # A PostgreSQL database (durability is the server's: see store.postgres).
-        from contextengine.store.postgres import PostgresStore
+        from contextengine.store.postgres import PostgresStore, Timeouts
 
-        return PostgresStore(db, durability=durability, pool_size=pool_size, telemetry=telemetry)
+        timeouts = Timeouts()
+        if settings is not None:
+            timeouts = Timeouts(
+                lock_seconds=settings.postgres_lock_timeout_seconds,
+                statement_seconds=settings.postgres_statement_timeout_seconds,
+                idle_in_transaction_seconds=settings.postgres_idle_tx_timeout_seconds,
+            )
+        return PostgresStore(
+            db,
+            durability=durability,
+            pool_size=pool_size,
+            timeouts=timeouts,
+            telemetry=telemetry,
+        )
     from contextengine.store.sqlite import SqliteStore
 
     return SqliteStore(db, durability=durability, telemetry=telemetry)
@@ -90,7 +105,11 @@ def build_engine(
     """The engine's components, wired, nothing opened yet (``open_engine`` opens them)."""
     if store is None:
         store = open_store(
-            settings.db, settings.durability, telemetry, pool_size=settings.postgres_pool_size
+            settings.db,
+            settings.durability,
+            telemetry,
+            pool_size=settings.postgres_pool_size,
+            settings=settings,
         )
     events = SessionEventCache(store)
     app_configs = AppConfigs(store)

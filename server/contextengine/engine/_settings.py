@@ -41,6 +41,24 @@ class EngineSettings:
         "with a postgresql:// --db: the most database connections this sidecar opens (each "
         "call in progress holds one for its transaction)",
     )
+    postgres_lock_timeout_seconds: Annotated[float, Gt(0)] = setting(
+        2.0,
+        "with a postgresql:// --db: the longest a statement of this sidecar waits for a lock "
+        "another transaction holds; beyond, the call fails with UNAVAILABLE / STORAGE_BUSY and "
+        "the health stays SERVING",
+    )
+    postgres_statement_timeout_seconds: Annotated[float, Gt(0)] = setting(
+        30.0,
+        "with a postgresql:// --db: the longest one statement of this sidecar runs (then "
+        "STORAGE_BUSY); a server silent 5 s longer counts as unreachable",
+    )
+    postgres_idle_tx_timeout_seconds: Annotated[float, Gt(0)] = setting(
+        5.0,
+        "with a postgresql:// --db: the longest a transaction of this sidecar stays open "
+        "between two statements before PostgreSQL ends it (its "
+        "idle_in_transaction_session_timeout: bounds how long a stopped sidecar holds back the "
+        "delivery of every sidecar's commits)",
+    )
     subscriber_buffer: Annotated[int, Gt(0)] = setting(
         1024, "changes a subscriber may have waiting before it is ended with SUBSCRIBER_LAGGED"
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -28,7 +28,17 @@ from contextengine.engine import Engine
 from contextengine.runtime.gc_policy import PAUSE_BUCKETS, GcPolicy
 from contextengine.store import Change, LoggedEvent
 
-__all__ = ["EngineCollector", "GcCollector", "Metrics"]
+__all__ = ["BUSY_CAUSES", "EngineCollector", "GcCollector", "Metrics"]
+
+#: the causes of STORAGE_BUSY (errors.proto), shown at 0 from the start
+BUSY_CAUSES = (
+    "lock_timeout",
+    "statement_timeout",
+    "idle_in_transaction_timeout",
+    "pool_timeout",
+    "conflict",
+    "held_back",
+)
 
 #: RPC and commit latencies: 0.5 ms to 10 s
 _LATENCY = (
@@ -80,6 +90,19 @@ class Metrics:
             buckets=_LATENCY,
             registry=r,
         )
+        self.store_busy = Counter(
+            "contextengine_store_busy",
+            "Calls that failed with STORAGE_BUSY (PostgreSQL answered, but a lock, a statement, "
+            "a free pooled connection or an older transaction took too long), by cause.",
+            ("cause",),
+            registry=r,
+        )
+        self.delivery_held = Gauge(
+            "contextengine_store_delivery_held_seconds",
+            "How long committed changes have waited so far for an older transaction still in "
+            "flight before they can be delivered (PostgreSQL; 0 when none wait).",
+            registry=r,
+        )
         self.compactions = Counter(
             "contextengine_compactions",
             "Compaction passes by outcome: started, succeeded, failed, discarded, deferred.",
@@ -123,6 +146,8 @@ class Metrics:
         # Pre-made children of the label sets every sidecar has, so they show as 0 at once.
         for outcome in ("started", "succeeded", "failed", "discarded", "deferred"):
             self.compactions.labels(outcome)
+        for cause in BUSY_CAUSES:
+            self.store_busy.labels(cause)
         for change in ("added", "removed"):
             self.memory_entries.labels(change)
 

@@ -33,6 +33,14 @@ class SidecarTelemetry(Telemetry):
         if metrics is not None:
             (metrics.commit_ok if ok else metrics.commit_failed).observe(seconds)
 
+    def store_busy(self, cause: str) -> None:
+        if self._metrics is not None:
+            self._metrics.store_busy.labels(cause).inc()
+
+    def store_delivery_held(self, seconds: float) -> None:
+        if self._metrics is not None:
+            self._metrics.delivery_held.set(seconds)
+
     def compaction(self, outcome: str) -> None:
         if self._metrics is not None:
             self._metrics.compactions.labels(outcome).inc()

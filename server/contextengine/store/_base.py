@@ -26,24 +26,39 @@ Contract (checked by ``tests/store``, run against every backend):
 
 Positions and commit notifications (what subscriptions are built on):
 
-* Every recorded event has a global ``position``: a positive integer, increasing in commit order
-  across all sessions of the store, never reused (it survives a restart when the store does).
+* Every recorded event has a global ``position``: a positive integer, never reused (it survives
+  a restart when the store does). Position order is the log's order across sessions: a session's
+  events are in sequence order, and every change a store reads back (``list_events_after_position``,
+  the commit listeners) is *final*: no change committed later takes a position at or below it.
   Creating a session whose initial state has ``app:`` or ``user:`` keys also takes a position
-  (a change other sessions see), so positions of events have gaps.
-  ``last_position`` is the highest position taken so far (0 for a new store).
+  (a change other sessions see), so positions of events have gaps. Where one process writes
+  (SQLite, memory) positions are counted in commit order; on PostgreSQL, where transactions of
+  many processes commit at once, they come from the writing transaction's id and a position is
+  final once every older transaction has ended (``_pg_positions``).
+* ``last_position`` is the end of the final log: every change at or below it is readable (or was
+  deleted), and a change committed after the call takes a higher position. With one writer it is
+  the highest position taken so far (0 for a new store); on PostgreSQL it is derived from the
+  oldest transaction still in flight, so it may lie above every recorded position.
 * ``add_commit_listener`` registers a callback that is called on the event loop once per committed
-  transaction, with that transaction's changes (``LoggedEvent``, ``SessionCreated``,
-  ``SessionDeleted``) in position order, and transactions in commit order. It is called after the
-  commit and before any writer of that transaction runs again (its call returns), so a change is
-  notified before anyone can learn of it otherwise. Failed or rolled-back writes notify nothing. Listeners must not
-  block, must not mutate what they receive and should not raise (errors are logged and ignored).
+  write (an append, a creation, a deletion; a store that commits several callers' writes in one
+  transaction calls it once per session of it), with its changes (``LoggedEvent``,
+  ``SessionCreated``, ``SessionDeleted``) in position order, and writes in position order. Where
+  this process is the only writer it is called after the commit and before any writer of that
+  transaction runs again (its call returns), so a change is notified before anyone can learn of
+  it otherwise. On PostgreSQL a change with a position is told once that position is final, for
+  every writer's transactions alike (after the writer's call returned: milliseconds while no
+  older transaction is in flight, longer while one is); a change without one (a deletion, a
+  session created without shared state) is told at once. Failed or rolled-back writes notify
+  nothing. Listeners must not block, must not mutate what they receive and should not raise
+  (errors are logged and ignored).
 * ``sole_writer`` is True when this process is the only writer of the store (SQLite, whose file
   one sidecar holds; memory): every change to its sessions and events is then told to the commit
   listeners, so what they keep of the log is exact without asking the store again (the event
   cache follows session heads so). False where other processes write too (PostgreSQL).
 * ``storage_problem`` says why the store cannot write (STORAGE_FULL / STORAGE_UNAVAILABLE), or
-  None; ``add_storage_listener`` registers a callback told of every change of it (on the event
-  loop). The sidecar's health follows it. A store that cannot fail this way (memory) always says
+  None (a busy database, STORAGE_BUSY, fails calls but is not a storage problem);
+  ``add_storage_listener`` registers a callback told of every change of it (on the event loop).
+  The sidecar's health follows it. A store that cannot fail this way (memory) always says
   None and never calls its listeners.
 * ``add_config_listener`` registers a callback told when another process sharing the store
   replaced an app's or a session's configuration (``ConfigChanged``), so caches drop it.
@@ -258,7 +273,7 @@ class EventStore(Protocol):
         (of one user's sessions when ``user_id`` is not None), in position order."""
 
     async def last_position(self) -> int:
-        """The highest position taken so far (0 when none)."""
+        """The end of the final log (see the module contract; 0 for a new one-writer store)."""
 
     async def get_state(self, key: SessionKey) -> StateAt:
         """The session's merged state and the last position it reflects."""

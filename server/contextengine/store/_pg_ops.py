@@ -1,25 +1,27 @@
 """The PostgreSQL store's write transactions, one coroutine each, on a connection of the pool.
 
-Lock order (the same in every transaction, so two never wait on each other): the session row
-(``FOR UPDATE``, or the row a delete/insert touches), the app state row, the user state row, then,
-last, the one-row position counter (``positions``) inside the store's commit section. The commit
-section is an ``asyncio.Lock`` of the store, held from taking positions until the commit listeners
-were told: local transactions are told in commit order, and since the counter's row lock is held
-until the commit is visible, positions are in commit order across every sidecar of the database
-(see ``migrations/postgres/0001_init.sql``). Only the counter is locked inside the section, so
-waiting for it cannot deadlock with a PostgreSQL row lock.
+A transaction of appends (the appends that waited together: ``_pg_group``) or a session
+creation runs in four round trips whatever it changes: ``BEGIN`` with the advisory locks of what
+it changes (``_pg_write_locks``: taken before the transaction has an id), one statement reading
+what the plans need (each session's counter and state, the requested event ids already recorded,
+the users' and the apps' state it writes), one statement writing everything (the events with
+positions from the transaction's id, ``_pg_positions``, in the callers' order; each session's
+counter, state and last position; the users' and the apps' state), and ``COMMIT``. Nothing
+shared by unrelated sessions is locked or written, so appends to different sessions commit
+concurrently, from one sidecar and from many.
 
-Every transaction that changes something other sidecars cache calls ``pg_notify`` inside the
-transaction with the payload documented in ``0001_init.sql``.
+After the commit the transaction's changes go to its ``Committer``: those without a position (a
+deletion, a session created without shared state) are told to the commit listeners at once;
+positions are read back by the change feed once they are final (``_pg_feed``), and other sidecars
+are woken after the commit (``_pg_wake``). Deletions and configuration changes also notify other
+sidecars inside their transaction (payloads: ``migrations/postgres/0001_init.sql`` and ``0005``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import asyncpg
@@ -33,108 +35,171 @@ from contextengine.core.state import (
     merge_state,
     split_delta,
 )
-from contextengine.store._append import copy_event, plan_append
 from contextengine.store._base import (
-    AppendOutcome,
     Change,
-    LoggedEvent,
     SessionCreated,
     SessionDeleted,
     SessionKey,
     StoredSession,
 )
-from contextengine.store._sqlite_rows import dump_state, load_event, load_state
-from contextengine.v1 import config_pb2, event_pb2
+from contextengine.store._pg_group_plan import AppendRequest, Result, plan_group, shared_keys
+from contextengine.store._pg_positions import BASE
+from contextengine.store._pg_write_locks import (
+    app_lock,
+    session_lock,
+    state_locks,
+    transaction,
+    user_lock,
+)
+from contextengine.store._sqlite_rows import dump_state, load_state
+from contextengine.v1 import config_pb2
 
 #: the NOTIFY channel of every store on a database
 CHANNEL = "contextengine"
 
-#: an append's first statement: the session's row locked (its counter), with the recorded events
-#: among the requested ids (one row per found event; one row with NULL event columns if none)
-_LOCK_AND_FIND = """
-WITH s AS (
-    SELECT id, last_sequence, state FROM sessions
-    WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE
-)
-SELECT s.id, s.last_sequence, s.state, e.event_id, e.data
-FROM s LEFT JOIN events e ON e.session = s.id AND e.event_id = ANY($4::text[])
+
+def _shared_state(app: str, user: str, time: str, user_state: str, app_state: str) -> str:
+    """The CTEs replacing the user's and the app's state (when the parameter named by
+    ``user_state`` / ``app_state`` is not NULL) at the transaction's first position ``b`` of the
+    CTE ``base``; the other arguments name the parameters holding the ids and the time."""
+    return f"""
+users AS (
+    INSERT INTO user_states (app_name, user_id, state, update_time, last_position)
+    SELECT {app}, {user}, {user_state}::text, {time}, b FROM base
+    WHERE {user_state}::text IS NOT NULL
+    ON CONFLICT (app_name, user_id) DO UPDATE SET state = excluded.state,
+        update_time = excluded.update_time, last_position = excluded.last_position
+), apps AS (
+    INSERT INTO app_states (app_name, state, update_time, last_position)
+    SELECT {app}, {app_state}::text, {time}, b FROM base WHERE {app_state}::text IS NOT NULL
+    ON CONFLICT (app_name) DO UPDATE SET state = excluded.state,
+        update_time = excluded.update_time, last_position = excluded.last_position
+)"""
+
+
+#: what a transaction of appends reads once its locks are held: each session's row ("s", the
+#: index of its key in $1-$3) with the requested ids already recorded (one row per found event;
+#: one row with NULL event columns if none), each user's ("u") and app's ("a") state it may write
+_FIND_GROUP = """
+SELECT 's', k.i::int, s.id, s.last_sequence, s.state, e.data
+FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(a, u, s, i)
+    JOIN sessions s ON s.app_name = k.a AND s.user_id = k.u AND s.session_id = k.s
+    LEFT JOIN events e ON e.session = s.id AND e.event_id = ANY($4::text[])
+UNION ALL
+SELECT 'u', k.i::int, NULL, NULL, t.state, NULL
+FROM unnest($5::text[], $6::text[]) WITH ORDINALITY AS k(a, u, i)
+    JOIN user_states t ON t.app_name = k.a AND t.user_id = k.u
+UNION ALL
+SELECT 'a', k.i::int, NULL, NULL, t.state, NULL
+FROM unnest($7::text[]) WITH ORDINALITY AS k(a, i) JOIN app_states t ON t.app_name = k.a
 """
 
-#: an append's writes once the session row is locked and the plan made: takes ``$10`` positions
-#: (the counter's row lock, held until the commit), inserts the events with them, updates the
-#: session's counter, time and state, and notifies other sidecars (payload: ``0001_init.sql``)
-_APPEND = """
-WITH taken AS (
-    UPDATE positions SET last_position = last_position + $10 RETURNING last_position
-), inserted AS (
+#: a transaction of appends' writes (``_pg_group_plan.GroupPlan``'s columns): the events at the
+#: transaction's positions in their order, each session's counter, time, state and last
+#: position, the users' and the apps' state
+_APPEND_GROUP = f"""
+WITH base AS (SELECT {BASE} AS b), inserted AS (
     INSERT INTO events
         (position, session, app_name, user_id, sequence, event_id, timestamp, is_compaction, data)
-    SELECT taken.last_position - $10 + u.n, $1, $2, $3, u.s, u.i, u.t, u.c, u.d
-    FROM taken, unnest($5::bigint[], $6::text[], $7::float8[], $8::bool[], $9::bytea[])
-        WITH ORDINALITY AS u(s, i, t, c, d, n)
+    SELECT base.b + v.n - 1, v.pk, v.app, v.usr, v.seq, v.id, v.ts, v.c, v.d
+    FROM base, unnest(
+        $1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::float8[],
+        $7::bool[], $8::bytea[]
+    ) WITH ORDINALITY AS v(pk, app, usr, seq, id, ts, c, d, n)
 ), touched AS (
-    UPDATE sessions SET last_sequence = $11, update_time = $12, state = COALESCE($13, state)
-    WHERE id = $1
+    UPDATE sessions SET last_sequence = t.seq, update_time = t.at,
+        state = COALESCE(t.st, sessions.state), last_position = (SELECT b FROM base) + t.place
+    FROM unnest($9::bigint[], $10::bigint[], $11::float8[], $12::text[], $13::int[])
+        AS t(id, seq, at, st, place)
+    WHERE sessions.id = t.id
+), users AS (
+    INSERT INTO user_states (app_name, user_id, state, update_time, last_position)
+    SELECT t.app, t.usr, t.st, t.at, base.b
+    FROM base, unnest($14::text[], $15::text[], $16::text[], $17::float8[]) AS t(app, usr, st, at)
+    ON CONFLICT (app_name, user_id) DO UPDATE SET state = excluded.state,
+        update_time = excluded.update_time, last_position = excluded.last_position
+), apps AS (
+    INSERT INTO app_states (app_name, state, update_time, last_position)
+    SELECT t.app, t.st, t.at, base.b
+    FROM base, unnest($18::text[], $19::text[], $20::float8[]) AS t(app, st, at)
+    ON CONFLICT (app_name) DO UPDATE SET state = excluded.state,
+        update_time = excluded.update_time, last_position = excluded.last_position
 )
-SELECT last_position, pg_notify($15, json_build_object(
-    'o', $14::text, 'k', 'events', 'a', $2::text, 'u', $3::text, 's', $4::text,
-    'p', last_position - $10 + 1, 'q', last_position)::text)
-FROM taken
+SELECT b FROM base
+"""
+
+#: what a creation reads once its locks are held: whether the session exists, the user's and the
+#: app's state
+_CREATE_FIND = """
+SELECT EXISTS (
+        SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+    ),
+    (SELECT state FROM user_states WHERE app_name = $1 AND user_id = $2),
+    (SELECT state FROM app_states WHERE app_name = $1)
+"""
+
+#: a session created without a position (no app:/user: keys in its state)
+_CREATE = """
+INSERT INTO sessions (app_name, user_id, session_id, state, create_time, update_time,
+    last_sequence, config)
+VALUES ($1, $2, $3, $4, $5, $5, 0, $6)
+"""
+
+#: a session created with shared state: it takes the transaction's first position, its
+#: app:/user: keys replace the user's and the app's state ($12, $13: the results, or NULL);
+#: returns the position
+_CREATE_SHARED = f"""
+WITH base AS (SELECT {BASE} AS b), created AS (
+    INSERT INTO sessions (app_name, user_id, session_id, state, create_time, update_time,
+        last_sequence, config, created_shared, create_position, last_position)
+    SELECT $1, $2, $3, $4, $5, $5, 0, $6, $7, b, b FROM base
+), {_shared_state("$1", "$2", "$5", "$8", "$9")}
+SELECT b FROM base
+"""
+
+#: a deletion, notifying other sidecars in its transaction when a session was deleted
+_DELETE = """
+WITH gone AS (
+    DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 RETURNING id
+)
+SELECT pg_notify($4, $5) FROM gone
 """
 
 
 @dataclass(frozen=True)
 class Committer:
-    """What a write transaction needs of its store: its origin id (in NOTIFY payloads), its
-    commit section and its way to the commit listeners (``_pg_notify.ChangeFeed.committed``,
-    which orders them with other sidecars' changes; awaited in the commit section)."""
+    """What a write transaction tells its store after COMMIT: ``tell`` the changes without a
+    position (the commit listeners hear them at once), ``took_positions`` when it recorded
+    positions (the change feed reads them back once they are final)."""
 
     origin: str
-    section: asyncio.Lock
-    on_commit: Callable[[Sequence[Change]], Awaitable[None]]
+    tell: Callable[[Sequence[Change]], None]
+    took_positions: Callable[[], None]
 
 
-class _Tx:
-    """An open write transaction: the changes it records and its way into the commit section."""
-
-    def __init__(self, section: asyncio.Lock) -> None:
-        self.changes: list[Change] = []
-        self._section = section
-        self.in_section = False
-
-    async def enter_section(self) -> None:
-        """Waits for the commit section (after every row lock but the counter's)."""
-        if not self.in_section:
-            await self._section.acquire()
-            self.in_section = True
-
-
-@asynccontextmanager
-async def _committing(conn: asyncpg.Connection, committer: Committer) -> AsyncIterator[_Tx]:
-    """A transaction whose changes reach the commit listeners after the commit and before the
-    commit section is released: in commit order."""
-    tx = _Tx(committer.section)
-    try:
-        async with conn.transaction():
-            yield tx
-        if tx.changes:
-            await committer.on_commit(tx.changes)
-    finally:
-        if tx.in_section:
-            committer.section.release()
+def _payload(origin: str, kind: str, **fields: object) -> str:
+    return json.dumps({"o": origin, "k": kind, **fields}, separators=(",", ":"))
 
 
 async def _notify(conn: asyncpg.Connection, origin: str, kind: str, **fields: object) -> None:
-    payload = json.dumps({"o": origin, "k": kind, **fields}, separators=(",", ":"))
-    await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, payload)
+    await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, _payload(origin, kind, **fields))
 
 
-async def _take_positions(conn: asyncpg.Connection, count: int) -> int:
-    """Takes ``count`` consecutive positions (inside the commit section); returns the last."""
-    last = await conn.fetchval(
-        "UPDATE positions SET last_position = last_position + $1 RETURNING last_position", count
-    )
-    return int(last)
+def _shared_results(
+    found_user: str | None, found_app: str | None, user: JsonObject, app: JsonObject
+) -> tuple[JsonObject, JsonObject, str | None, str | None]:
+    """The user's and the app's state after ``user`` / ``app`` are applied, and the text to
+    store for each (None: unchanged)."""
+    user_state = load_state(found_user)
+    app_state = load_state(found_app)
+    user_text = app_text = None
+    if user:
+        user_state = apply_delta(user_state, user)
+        user_text = dump_state(user_state)
+    if app:
+        app_state = apply_delta(app_state, app)
+        app_text = dump_state(app_state)
+    return user_state, app_state, user_text, app_text
 
 
 async def create_session(
@@ -154,42 +219,34 @@ async def create_session(
     if config is not None:
         config.update_time = now
         stored_config = config.SerializeToString(deterministic=True)
-    async with _committing(conn, committer) as tx:
-        pk = await conn.fetchval(
-            "INSERT INTO sessions (app_name, user_id, session_id, state, create_time,"
-            " update_time, last_sequence, config, created_shared)"
-            " VALUES ($1, $2, $3, $4, $5, $5, 0, $6, $7)"
-            " ON CONFLICT (app_name, user_id, session_id) DO NOTHING RETURNING id",
-            key.app_name,
-            key.user_id,
-            key.session_id,
-            dump_state(scoped.session),
-            now,
-            stored_config,
-            dump_state(shared) if shared else None,
+    position = 0
+    async with transaction(conn, [session_lock(key), *state_locks(key, shared)]):
+        exists, found_user, found_app = await conn.fetchrow(
+            _CREATE_FIND, key.app_name, key.user_id, key.session_id
         )
-        if pk is None:
+        if exists:
             raise session_already_exists(key.session_id)
-        app = await _update_app_state(conn, key.app_name, scoped.app, now)
-        user = await _update_user_state(conn, key, scoped.user, now)
-        await tx.enter_section()
-        position = 0
-        if shared:
-            position = await _take_positions(conn, 1)
-            await conn.execute(
-                "UPDATE sessions SET create_position = $1 WHERE id = $2", position, pk
-            )
-        await _notify(
-            conn,
-            committer.origin,
-            "created",
-            a=key.app_name,
-            u=key.user_id,
-            s=key.session_id,
-            p=position,
-            q=position,
+        user, app, user_text, app_text = _shared_results(
+            found_user, found_app, scoped.user, scoped.app
         )
-        tx.changes.append(SessionCreated(key, shared, position))
+        own = (key.app_name, key.user_id, key.session_id, dump_state(scoped.session), now)
+        if shared:
+            position = int(
+                await conn.fetchval(
+                    _CREATE_SHARED,
+                    *own,
+                    stored_config,
+                    dump_state(shared),
+                    user_text,
+                    app_text,
+                )
+            )
+        else:
+            await conn.execute(_CREATE, *own, stored_config)
+    if position:
+        committer.took_positions()
+    else:
+        committer.tell([SessionCreated(key, {}, 0)])
     return StoredSession(
         key=key,
         state=merge_state(scoped.session, user, app),
@@ -199,96 +256,74 @@ async def create_session(
     )
 
 
-async def append_events(
+async def append_group(
     conn: asyncpg.Connection,
     committer: Committer,
-    *,
-    key: SessionKey,
-    events: Sequence[event_pb2.Event],
-    expected_last_sequence: int | None,
-    now: float,
-) -> AppendOutcome:
-    """``events`` are the store's own copies (the plan sets their sequence and timestamp)."""
-    ids = list({event.id for event in events})
-    async with _committing(conn, committer) as tx:
-        # The session row locked and the requested ids looked up in one round trip. The lookup
-        # reads the statement's snapshot, taken before the lock was granted: an id committed by
-        # the transaction it waited for is missed, its insert then violates the unique key, and
-        # the store runs the transaction again (``_pg_errors.retryable``), finding it.
-        rows = await conn.fetch(_LOCK_AND_FIND, key.app_name, key.user_id, key.session_id, ids)
-        if not rows:
-            raise session_not_found(key.app_name, key.user_id, key.session_id)
-        row = rows[0]
-        pk: int = row["id"]
-        recorded = {r["event_id"]: load_event(r["data"]) for r in rows if r["event_id"] is not None}
-        plan = plan_append(
-            events, recorded.get, int(row["last_sequence"]), expected_last_sequence, now
+    requests: Sequence[AppendRequest],
+    committing: Callable[[], None] | None = None,
+) -> list[Result]:
+    """Appends ``requests`` in one transaction, in their order; each gets its outcome or the
+    error of its own plan (the others are written all the same). A database error fails them
+    all (the caller may then run them one by one: ``_pg_group``). ``committing`` is called as
+    the COMMIT is sent."""
+    users, apps = shared_keys(requests)
+    keys = list(dict.fromkeys(request.key for request in requests))
+    locks = [
+        *(session_lock(key) for key in keys),
+        *(user_lock(app, user) for app, user in users),
+        *(app_lock(app) for app in apps),
+    ]
+    ids = list({event.id for request in requests for event in request.events})
+    async with transaction(conn, locks, committing):
+        rows = await conn.fetch(
+            _FIND_GROUP,
+            [key.app_name for key in keys],
+            [key.user_id for key in keys],
+            [key.session_id for key in keys],
+            ids,
+            [app for app, _ in users],
+            [user for _, user in users],
+            apps,
         )
-        if not plan.new_events:
-            return AppendOutcome(
-                events=plan.recorded, duplicates=plan.duplicates, last_sequence=plan.last_sequence
-            )
-        update_time = plan.new_events[-1].timestamp
-        if plan.changes.app:
-            await _update_app_state(conn, key.app_name, plan.changes.app, update_time)
-        if plan.changes.user:
-            await _update_user_state(conn, key, plan.changes.user, update_time)
-        session_state = None
-        if plan.changes.session:
-            session_state = dump_state(apply_delta(load_state(row["state"]), plan.changes.session))
-        new = plan.new_events
-        count = len(new)
-        await tx.enter_section()
-        # One statement (one round trip, inside the section): positions, events, the session's
-        # counter and the notification.
-        last_position = int(
+        sessions: dict[SessionKey, tuple[SessionKey, int, int, str]] = {}
+        recorded: list[tuple[SessionKey, bytes]] = []
+        found_users: dict[tuple[str, str], str | None] = dict.fromkeys(users)
+        found_apps: dict[str, str | None] = dict.fromkeys(apps)
+        for kind, index, pk, last_sequence, state, data in rows:
+            if kind == "s":
+                key = keys[index - 1]
+                sessions[key] = (key, pk, int(last_sequence), state)
+                if data is not None:
+                    recorded.append((key, data))
+            elif kind == "u":
+                found_users[users[index - 1]] = state
+            else:
+                found_apps[apps[index - 1]] = state
+        results, plan = plan_group(requests, sessions.values(), recorded, found_users, found_apps)
+        if plan.events:
             await conn.fetchval(
-                _APPEND,
-                pk,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                [event.sequence for event in new],
-                [event.id for event in new],
-                [event.timestamp for event in new],
-                [event.actions.HasField("compaction") for event in new],
-                [event.SerializeToString(deterministic=True) for event in new],
-                count,
-                plan.last_sequence,
-                update_time,
-                session_state,
-                committer.origin,
-                CHANNEL,
+                _APPEND_GROUP,
+                *plan.event_columns(),
+                *plan.session_columns(),
+                *plan.shared_columns(),
             )
-        )
-        first_position = last_position - count + 1
-        tx.changes.extend(
-            LoggedEvent(key, copy_event(event), first_position + i) for i, event in enumerate(new)
-        )
-    return AppendOutcome(
-        events=plan.recorded, duplicates=plan.duplicates, last_sequence=plan.last_sequence
-    )
+    if plan.events:
+        committer.took_positions()
+    return results
 
 
 async def delete_session(
     conn: asyncpg.Connection, committer: Committer, *, key: SessionKey
 ) -> bool:
-    # Events go with the session row (ON DELETE CASCADE); the row lock is taken before the
-    # commit section, like every other lock.
-    async with _committing(conn, committer) as tx:
-        status = await conn.execute(
-            "DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3",
-            key.app_name,
-            key.user_id,
-            key.session_id,
+    # Events go with the session row (ON DELETE CASCADE).
+    payload = _payload(committer.origin, "deleted", a=key.app_name, u=key.user_id, s=key.session_id)
+    async with transaction(conn, [session_lock(key)]):
+        gone = await conn.fetch(
+            _DELETE, key.app_name, key.user_id, key.session_id, CHANNEL, payload
         )
-        if status == "DELETE 0":
-            return False
-        await tx.enter_section()
-        await _notify(
-            conn, committer.origin, "deleted", a=key.app_name, u=key.user_id, s=key.session_id
-        )
-        tx.changes.append(SessionDeleted(key))
+    if not gone:
+        return False
+    committer.tell([SessionDeleted(key)])
     return True
 
 
@@ -335,63 +370,3 @@ async def put_session_config(
             conn, origin, "session_config", a=key.app_name, u=key.user_id, s=key.session_id
         )
     return config
-
-
-async def _update_app_state(
-    conn: asyncpg.Connection, app_name: str, delta: JsonObject, now: float
-) -> JsonObject:
-    """Applies ``delta`` to the app's state (no write, no lock when empty); returns the result."""
-    if not delta:
-        found = await conn.fetchval("SELECT state FROM app_states WHERE app_name = $1", app_name)
-        return load_state(found)
-    await conn.execute(
-        "INSERT INTO app_states (app_name, state, update_time) VALUES ($1, '{}', $2)"
-        " ON CONFLICT (app_name) DO NOTHING",
-        app_name,
-        now,
-    )
-    found = await conn.fetchval(
-        "SELECT state FROM app_states WHERE app_name = $1 FOR UPDATE", app_name
-    )
-    state = apply_delta(load_state(found), delta)
-    await conn.execute(
-        "UPDATE app_states SET state = $1, update_time = $2 WHERE app_name = $3",
-        dump_state(state),
-        now,
-        app_name,
-    )
-    return state
-
-
-async def _update_user_state(
-    conn: asyncpg.Connection, key: SessionKey, delta: JsonObject, now: float
-) -> JsonObject:
-    """Applies ``delta`` to the user's state (no write, no lock when empty); returns the result."""
-    if not delta:
-        found = await conn.fetchval(
-            "SELECT state FROM user_states WHERE app_name = $1 AND user_id = $2",
-            key.app_name,
-            key.user_id,
-        )
-        return load_state(found)
-    await conn.execute(
-        "INSERT INTO user_states (app_name, user_id, state, update_time)"
-        " VALUES ($1, $2, '{}', $3) ON CONFLICT (app_name, user_id) DO NOTHING",
-        key.app_name,
-        key.user_id,
-        now,
-    )
-    found = await conn.fetchval(
-        "SELECT state FROM user_states WHERE app_name = $1 AND user_id = $2 FOR UPDATE",
-        key.app_name,
-        key.user_id,
-    )
-    state = apply_delta(load_state(found), delta)
-    await conn.execute(
-        "UPDATE user_states SET state = $1, update_time = $2 WHERE app_name = $3 AND user_id = $4",
-        dump_state(state),
-        now,
-        key.app_name,
-        key.user_id,
-    )
-    return state

@@ -1,13 +1,14 @@
 """The PostgreSQL store's read queries, one coroutine each, on a connection of the pool.
 
 A query of more than one statement runs in one ``REPEATABLE READ READ ONLY`` transaction, so it
-sees one committed snapshot. Since positions are taken in commit order (``0001_init.sql``), the
-counter a snapshot sees is the highest position it holds, and every lower one is in it too.
+sees one committed snapshot. Reads by position stop below the bound of ``_pg_positions`` (every
+position below it is final), computed in the same statement's snapshot: a reader never passes a
+position whose transaction may still commit. ``last_position`` is that bound minus one.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -16,6 +17,7 @@ import asyncpg
 from contextengine.core.errors import session_not_found
 from contextengine.core.state import merge_state
 from contextengine.store._base import EventFilter, LoggedEvent, SessionKey, StateAt, StoredSession
+from contextengine.store._pg_positions import BOUND
 from contextengine.store._sqlite_rows import load_event, load_state
 from contextengine.v1 import config_pb2, event_pb2
 
@@ -179,14 +181,16 @@ async def list_events_after_position(
     after_position: int,
     limit: int,
 ) -> list[LoggedEvent]:
-    """One range of ``events_by_app`` / ``events_by_user`` from the cursor, up to the limit."""
+    """One range of ``events_by_app`` / ``events_by_user`` from the cursor, up to the limit,
+    below the bound (final positions only)."""
     if limit <= 0:
         return []
     if user_id is None:
         found = await conn.fetch(
             "SELECT e.position, e.user_id, s.session_id, e.data"
             " FROM events e JOIN sessions s ON s.id = e.session"
-            " WHERE e.app_name = $1 AND e.position > $2 ORDER BY e.position LIMIT $3",
+            f" WHERE e.app_name = $1 AND e.position > $2 AND e.position < {BOUND}"
+            " ORDER BY e.position LIMIT $3",
             app_name,
             after_position,
             limit,
@@ -196,7 +200,7 @@ async def list_events_after_position(
             "SELECT e.position, e.user_id, s.session_id, e.data"
             " FROM events e JOIN sessions s ON s.id = e.session"
             " WHERE e.app_name = $1 AND e.user_id = $2 AND e.position > $3"
-            " ORDER BY e.position LIMIT $4",
+            f" AND e.position < {BOUND} ORDER BY e.position LIMIT $4",
             app_name,
             user_id,
             after_position,
@@ -209,15 +213,39 @@ async def list_events_after_position(
 
 
 async def last_position(conn: asyncpg.Connection) -> int:
-    return int(await conn.fetchval("SELECT last_position FROM positions"))
+    """The last position of the final log: every position at or below it is final, every
+    change committed later takes a higher one."""
+    return int(await conn.fetchval(f"SELECT {BOUND} - 1"))
 
 
-async def get_state(conn: asyncpg.Connection, key: SessionKey) -> StateAt:
-    async with _snapshot(conn):
-        row = await _whole_session_row(conn, key)
-        app_state = await _app_state(conn, key.app_name)
-        position = await last_position(conn)
-    return StateAt(state=_stored(key.app_name, row, app_state, []).state, position=position)
+#: the session's merged state, the last position that changed each of its rows, and the bound,
+#: in one snapshot
+_STATE = f"""
+SELECT s.id, s.user_id, s.session_id, s.state, s.create_time, s.update_time, s.last_sequence,
+    u.state, a.state,
+    GREATEST(s.last_position, COALESCE(u.last_position, 0), COALESCE(a.last_position, 0)),
+    {BOUND}
+FROM sessions s
+    LEFT JOIN user_states u ON u.app_name = s.app_name AND u.user_id = s.user_id
+    LEFT JOIN app_states a ON a.app_name = s.app_name
+WHERE s.app_name = $1 AND s.user_id = $2 AND s.session_id = $3
+"""
+
+
+async def state_if_exact(conn: asyncpg.Connection, key: SessionKey) -> StateAt | None:
+    """The merged state at a position, if it can be named: when every change to the session's,
+    its user's and its app's rows is below the bound, the state holds exactly the changes at or
+    before the bound minus one. None when one of them changed above the bound (committed, but a
+    transaction with a smaller id is still in flight): the caller asks again later, without
+    holding the connection meanwhile."""
+    row = await conn.fetchrow(_STATE, key.app_name, key.user_id, key.session_id)
+    if row is None:
+        raise session_not_found(key.app_name, key.user_id, key.session_id)
+    *fields, app_state, changed, bound = row
+    if changed >= bound:
+        return None
+    stored = _stored(key.app_name, tuple(fields), app_state, [])
+    return StateAt(state=stored.state, position=int(bound) - 1)
 
 
 async def get_app_config(conn: asyncpg.Connection, app_name: str) -> config_pb2.AppConfig | None:
@@ -280,7 +308,7 @@ async def _filtered_events(
 
 def _stored(
     app_name: str,
-    row: asyncpg.Record,
+    row: Sequence[Any],
     app_state: str | None,
     events: list[event_pb2.Event],
 ) -> StoredSession:

@@ -2,22 +2,30 @@
 
 ``--db postgresql://user:password@host:port/database`` (or ``postgres://``) chooses it
 (``engine.open_store``). It keeps the ``EventStore`` contract of the SQLite store with several
-writers on several hosts: a session's sequences stay contiguous because an append locks the
-session's row (its counter) for its transaction; global positions are taken from a one-row
-counter locked last, so they are in commit order and a reader never sees a later position before
-an earlier one (``migrations/postgres/0001_init.sql``, docs/adr/0011-postgresql-store.md). The
-schema is migrated once under an advisory lock (``_pg_migrations``); writes run in the
-transactions of ``_pg_ops``, reads in the snapshots of ``_pg_reads``, on an asyncpg pool.
+writers on several hosts, and without a lane they all share: a write transaction locks only what
+it changes (its session; the user's and the app's state when it writes them), before it takes
+its transaction id (``_pg_write_locks``), and its positions come from that id
+(``_pg_positions``), so appends to different sessions commit concurrently, from one sidecar and
+from many. Readers stop below the oldest transaction still in flight, so they never pass a
+position that may still commit (docs/design/concurrent-commits.md,
+docs/adr/0013-concurrent-commits-on-postgresql.md). The schema is migrated once under an
+advisory lock (``_pg_migrations``); writes run in the transactions of ``_pg_ops``, reads in the
+snapshots of ``_pg_reads``, on an asyncpg pool; the change feed (``_pg_feed``) tells the commit
+listeners every change, local or not, once it is final.
 
 Durability is the server's: a write is acknowledged after PostgreSQL committed it with the
 server's ``synchronous_commit`` (default ``on``: in its WAL on disk), which this store never
-lowers; ``durability`` ("normal"/"full") is accepted for the same flag as SQLite and changes
-nothing (both keep acknowledged events across a crash of the sidecar and of the database server).
+lowers for its writes; ``durability`` ("normal"/"full") is accepted for the same flag as SQLite
+and changes nothing (both keep acknowledged events across a crash of the sidecar and of the
+database server).
 
 While the database cannot be reached, calls fail with STORAGE_UNAVAILABLE (a full disk:
 STORAGE_FULL), one ERROR line is logged, the storage listeners hear of it, and a probe
 (``SELECT 1`` every ``probe_seconds``) tells them when it can be used again; the pool reconnects
-by itself. The DSN may hold a password: logs show it masked (``_pg_dsn.mask_dsn``).
+by itself. A busy database (a lock or statement timeout on the store's own connections,
+``_pg_timeouts``; no free pooled connection in time) fails the call with STORAGE_BUSY and leaves
+the health alone (``_pg_errors``). The DSN may hold a password: logs show it masked
+(``_pg_dsn.mask_dsn``).
 """
 
 from __future__ import annotations
@@ -53,21 +61,32 @@ from contextengine.store._base import (
 )
 from contextengine.store._listeners import CommitListeners
 from contextengine.store._pg_dsn import is_postgres_dsn, mask_dsn
-from contextengine.store._pg_errors import retryable, storage_error
+from contextengine.store._pg_errors import busy, held_back, retryable, storage_error
+from contextengine.store._pg_feed import ChangeFeed
+from contextengine.store._pg_group import GroupCommit
+from contextengine.store._pg_group_plan import AppendRequest, Result
 from contextengine.store._pg_lock import CompactionLocks
 from contextengine.store._pg_migrations import load_migrations, migrate
-from contextengine.store._pg_notify import ChangeFeed
+from contextengine.store._pg_positions import MAX_PER_TRANSACTION
+from contextengine.store._pg_timeouts import Timeouts
+from contextengine.store._pg_wake import Waker
 from contextengine.v1 import config_pb2, event_pb2
 
 T = TypeVar("T")
 
-__all__ = ["PostgresStore", "is_postgres_dsn", "mask_dsn"]
+__all__ = ["PostgresStore", "Timeouts", "is_postgres_dsn", "mask_dsn"]
 
 _LOG = logging.getLogger("contextengine.store")
 
 #: how often a transaction that lost a race (serialization failure, deadlock, a unique key taken
 #: by a concurrent insert) runs again before its error is raised
 _ATTEMPTS = 5
+#: the connection limits of a store made without others (``EngineSettings``' defaults)
+DEFAULT_TIMEOUTS = Timeouts()
+#: at most one WARNING line about a busy database per this many seconds
+_BUSY_LOG_SECONDS = 10.0
+#: how long ``get_state`` waits for a state it can name at a position (seconds)
+STATE_WAIT_SECONDS = 30.0
 
 Query = Callable[[asyncpg.Connection], Awaitable[T]]
 
@@ -84,13 +103,20 @@ class PostgresStore:
         pool_size: int = 10,
         probe_seconds: float = 1.0,
         connect_timeout: float = 5.0,
+        pool_timeout: float = 5.0,
+        group_in_flight: int | None = None,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         """``pool_size``: the most connections this store opens (each concurrent call holds one
         for its transaction); ``probe_seconds``: while the database cannot be reached, how often
         a probe checks whether it can again; ``connect_timeout``: the limit of one connection
-        attempt (seconds); ``telemetry`` is told of every write transaction (``store.commit``
-        spans, the commit duration metric), as with SQLite."""
+        attempt (seconds); ``pool_timeout``: the longest a call waits for a free pooled
+        connection (then STORAGE_BUSY); ``group_in_flight``: how many transactions of appends run
+        at once, each taking every append that waits (``_pg_group``; default: half the pool);
+        ``timeouts``: the limits set on every connection of the store (``_pg_timeouts``); ``telemetry`` is told of every write transaction
+        (``store.commit`` spans, the commit duration metric), as with SQLite, of busy calls and
+        of how long committed changes wait for an older transaction."""
         if not is_postgres_dsn(dsn):
             raise ValueError(f"not a postgresql:// URL: {mask_dsn(dsn)}")
         if pool_size < 1:
@@ -103,19 +129,32 @@ class PostgresStore:
         self._pool_size = pool_size
         self._probe_seconds = probe_seconds
         self._connect_timeout = connect_timeout
+        self._pool_timeout = pool_timeout
+        self._timeouts = timeouts
         self._telemetry = telemetry
         self._pool: asyncpg.Pool | None = None
+        #: the pool's connections as slots: waiting for one is told apart from connecting
+        self._slots = asyncio.Semaphore(pool_size)
+        self._groups = GroupCommit(
+            self._append_group,
+            in_flight=group_in_flight or max(1, pool_size // 2),
+            max_events=MAX_PER_TRANSACTION,
+        )
         self._listeners = CommitListeners()
         self._storage_listeners: list[StorageListener] = []
         self._problem: ContextEngineError | None = None
         self._probe: asyncio.Task[None] | None = None
-        self._section = asyncio.Lock()
+        #: busy calls not yet logged, and when the last WARNING about them was
+        self._busy_unlogged = 0
+        self._busy_logged_at = -_BUSY_LOG_SECONDS
         #: this store's id in NOTIFY payloads (other sidecars skip nothing of theirs by it)
         self._origin = secrets.token_hex(8)
         self._closed = False
         self._config_listeners: list[ConfigListener] = []
-        #: other sidecars' changes, in order with this one's (``_pg_notify``); set while open
+        #: every change of the database, in position order (``_pg_feed``); set while open
         self._feed: ChangeFeed | None = None
+        #: tells other sidecars after local commits (``_pg_wake``); set while open
+        self._waker: Waker | None = None
         self._compaction_locks = CompactionLocks(dsn, connect_timeout=connect_timeout)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -131,6 +170,9 @@ class PostgresStore:
                 min_size=1,
                 max_size=self._pool_size,
                 timeout=self._connect_timeout,
+                command_timeout=self._timeouts.answer_seconds,
+                server_settings=self._timeouts.server_settings(),
+                reset=_nothing_to_reset,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             # Unreachable, refused, a wrong password or database: a ConnectionError (an OSError),
@@ -146,12 +188,17 @@ class PostgresStore:
             raise
         self._pool = pool
         self._closed = False
+        settings = self._timeouts.server_settings()
         feed = ChangeFeed(
             dsn=self._dsn,
             origin=self._origin,
             deliver=self._listeners.notify,
             config_changed=self._config_changed,
             report_problem=self._set_problem,
+            report_held=self._telemetry.store_delivery_held,
+            server_settings=settings,
+            own_limit=self._timeouts.idle_in_transaction_seconds,
+            answer_seconds=self._timeouts.answer_seconds,
             connect_timeout=self._connect_timeout,
         )
         try:
@@ -161,6 +208,12 @@ class PostgresStore:
             await pool.close()
             raise
         self._feed = feed
+        self._waker = Waker(
+            self._dsn,
+            self._origin,
+            server_settings=settings,
+            connect_timeout=self._connect_timeout,
+        )
         _LOG.info("store: PostgreSQL at %s, schema version %d", self.masked_dsn, version)
 
     async def close(self) -> None:
@@ -168,6 +221,9 @@ class PostgresStore:
         feed, self._feed = self._feed, None
         if feed is not None:
             await feed.close()
+        waker, self._waker = self._waker, None
+        if waker is not None:
+            await waker.close()
         await self._compaction_locks.close()
         pool, self._pool = self._pool, None
         probe, self._probe = self._probe, None
@@ -278,14 +334,18 @@ class PostgresStore:
         return await asyncio.shield(task)
 
     async def _write(self, query: Query[T]) -> T:
+        return await self._measured(self._attempts(query, write=True))
+
+    async def _measured(self, write: Awaitable[T]) -> T:
+        """``write``, told to the telemetry (a ``store.commit`` span, the commit duration)."""
         telemetry = self._telemetry
         if telemetry is NO_TELEMETRY:
-            return await self._attempts(query, write=True)
+            return await write
         start = time.perf_counter()
         ok = False
         try:
             with telemetry.span("store.commit", {"db.system": "postgresql"}):
-                result = await self._attempts(query, write=True)
+                result = await write
             ok = True
             return result
         finally:
@@ -302,6 +362,17 @@ class PostgresStore:
             pool = self._pool
             if pool is None:
                 raise _not_open(self._closed)
+            try:
+                async with asyncio.timeout(self._pool_timeout):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise self._busy(
+                    busy(
+                        "pool_timeout",
+                        f"no free connection of the sidecar's pool ({self._pool_size}) within "
+                        f"{self._pool_timeout:g} s",
+                    )
+                ) from None
             try:
                 async with pool.acquire(timeout=self._connect_timeout) as conn:
                     try:
@@ -322,26 +393,61 @@ class PostgresStore:
                     raise
                 if self._closed:
                     raise ContextEngineError("SHUTTING_DOWN", "the store is closed") from error
+                if problem.reason == "STORAGE_BUSY":
+                    raise self._busy(problem) from error
                 if lost_connection_retries > 0:
                     lost_connection_retries -= 1
                     continue
                 self._set_problem(problem)
                 raise problem from error
+            finally:
+                self._slots.release()
             if self._problem is not None:
                 self._set_problem(None)
             return result
 
+    def _busy(self, problem: ContextEngineError) -> ContextEngineError:
+        """Counts and logs (at most once every ``_BUSY_LOG_SECONDS``) a busy call; the health
+        stays as it is: contention is not an outage."""
+        cause = problem.metadata.get("cause", "?")
+        self._telemetry.store_busy(cause)
+        self._busy_unlogged += 1
+        now = time.monotonic()
+        if now - self._busy_logged_at >= _BUSY_LOG_SECONDS:
+            _LOG.warning(
+                "storage: PostgreSQL at %s is busy (%s; %d call(s) since the last such line): "
+                "they fail with %s / %s, clients retry; health stays SERVING",
+                self.masked_dsn,
+                cause,
+                self._busy_unlogged,
+                problem.code.value,
+                problem.reason,
+            )
+            self._busy_unlogged = 0
+            self._busy_logged_at = now
+        return problem
+
     # -- the EventStore operations -----------------------------------------------------------
 
     def _committer(self) -> ops.Committer:
-        return ops.Committer(self._origin, self._section, self._on_commit)
+        return ops.Committer(self._origin, self._tell, self._took_positions)
 
-    async def _on_commit(self, changes: Sequence[Change]) -> None:
+    def _tell(self, changes: Sequence[Change]) -> None:
+        """A local transaction's changes without a position: told at once."""
         feed = self._feed
         if feed is None:
             self._listeners.notify(changes)
         else:
-            await feed.committed(changes)
+            feed.tell(changes)
+
+    def _took_positions(self) -> None:
+        """A local transaction committed positions: this store's feed reads them once final,
+        the other sidecars' feeds are woken."""
+        feed, waker = self._feed, self._waker
+        if feed is not None:
+            feed.committed()
+        if waker is not None:
+            waker.wake()
 
     async def create_session(
         self,
@@ -415,21 +521,26 @@ class PostgresStore:
         events: Sequence[event_pb2.Event],
         expected_last_sequence: int | None,
     ) -> AppendOutcome:
+        # The store's own copies (the plan writes sequences and timestamps into them; planned
+        # again on a retry, they come out the same).
+        request = AppendRequest(
+            key, [copy_event(event) for event in events], expected_last_sequence, self._clock()
+        )
+        return await self._measured(self._groups.append(request))
+
+    async def _append_group(
+        self, requests: Sequence[AppendRequest], committing: Callable[[], None]
+    ) -> list[Result]:
+        """One transaction of appends (``_pg_group``), run to its end however its callers go;
+        ``committing`` is called as its COMMIT is sent."""
         committer = self._committer()
-        now = self._clock()
-
-        async def append(conn: asyncpg.Connection) -> AppendOutcome:
-            # Fresh copies per attempt: the plan writes sequences and timestamps into them.
-            return await ops.append_events(
-                conn,
-                committer,
-                key=key,
-                events=[copy_event(event) for event in events],
-                expected_last_sequence=expected_last_sequence,
-                now=now,
+        task = asyncio.ensure_future(
+            self._attempts(
+                lambda conn: ops.append_group(conn, committer, requests, committing), write=True
             )
-
-        return await self._run(append, write=True)
+        )
+        task.add_done_callback(_retrieve)
+        return await asyncio.shield(task)
 
     async def list_events(
         self, key: SessionKey, after_sequence: int, limit: int
@@ -462,7 +573,19 @@ class PostgresStore:
         return await self._run(reads.last_position, write=False)
 
     async def get_state(self, key: SessionKey) -> StateAt:
-        return await self._run(lambda conn: reads.get_state(conn, key), write=False)
+        """Read again (after 1 ms, doubling to 50 ms, the connection given back meanwhile)
+        until the state can be named at a position (``_pg_reads.state_if_exact``); STORAGE_BUSY
+        after ``STATE_WAIT_SECONDS``."""
+        pause = 0.001
+        deadline = time.monotonic() + STATE_WAIT_SECONDS
+        while True:
+            found = await self._run(lambda conn: reads.state_if_exact(conn, key), write=False)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline:
+                raise self._busy(held_back("reading a state", STATE_WAIT_SECONDS))
+            await asyncio.sleep(pause)
+            pause = min(0.05, pause * 2)
 
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
         return await self._run(lambda conn: reads.get_app_config(conn, app_name), write=False)
@@ -510,12 +633,17 @@ class PostgresStore:
     async def page_token_key(self) -> bytes:
         return await self._run(reads.page_token_key, write=False)
 
-    # -- several sidecars on one database (``_pg_notify``, ``_pg_lock``) ----------------------
+    # -- several sidecars on one database (``_pg_feed``, ``_pg_wake``, ``_pg_lock``) ----------
 
     @property
     def feed(self) -> ChangeFeed | None:
-        """Other sidecars' changes as this store's commits (None while closed)."""
+        """Every change of the database, told to this store's listeners (None while closed)."""
         return self._feed
+
+    @property
+    def waker(self) -> Waker | None:
+        """What wakes other sidecars after this store's commits (None while closed)."""
+        return self._waker
 
     def add_config_listener(self, listener: ConfigListener) -> Callable[[], None]:
         self._config_listeners.append(listener)
@@ -529,6 +657,14 @@ class PostgresStore:
         """A session-level advisory lock of the session (``_pg_lock``): one compaction of it
         at a time on every sidecar of the database."""
         return self._compaction_locks.hold(key)
+
+
+async def _nothing_to_reset(_conn: asyncpg.Connection) -> None:
+    """What the pool runs on a connection given back, after asyncpg rolled back a transaction
+    left open (never: every transaction of the store ends): nothing. The store sets no session
+    state (no ``SET``, ``LISTEN``, cursor or session-level lock on pooled connections), so
+    asyncpg's default reset (``RESET ALL``, ``UNLISTEN *``, ...) would only cost every call one
+    more round trip."""
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

@@ -156,10 +156,24 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """UNAVAILABLE: the server is shutting down; retry against another instance."""
     ERROR_REASON_STORAGE_UNAVAILABLE: _ErrorReason.ValueType  # 61
     """UNAVAILABLE: the database cannot be read or written for another reason than a full disk
-    (an I/O error, a read-only file or file system, a file locked past the busy timeout).
-    Nothing of the request was written; every acknowledged event is safe. Health is NOT_SERVING
-    while writes fail, SERVING again once a write succeeds. Metadata: `sqlite_error`. A retry
+    (an I/O error, a read-only file or file system, a file locked past the busy timeout; on
+    PostgreSQL: the server cannot be reached, refuses connections, is shutting down or is a
+    read-only standby). Nothing of the request was written; every acknowledged event is safe.
+    Health is NOT_SERVING while writes fail, SERVING again once a write succeeds. Metadata:
+    `sqlite_error` (SQLite) or `postgres_error` (PostgreSQL: the driver's error class). A retry
     (with backoff) may succeed: the condition can be transient.
+    """
+    ERROR_REASON_STORAGE_BUSY: _ErrorReason.ValueType  # 62
+    """UNAVAILABLE: the database (PostgreSQL) answers but this request waited too long for it: a
+    lock held by another transaction past the store's lock timeout, a statement past its
+    statement timeout, no free connection of the sidecar's pool in time, conflicting
+    transactions retried too often, or a read held back by an older transaction still in
+    flight. Nothing of the request was written; every acknowledged event is safe. Unlike
+    STORAGE_UNAVAILABLE the server stays SERVING (contention is not an outage: one foreign
+    transaction holding a lock must not take every sidecar out of service). Metadata: `cause`
+    ("lock_timeout", "statement_timeout", "idle_in_transaction_timeout", "pool_timeout",
+    "conflict", "held_back"), and `postgres_error` when the database reported it. Retry with
+    backoff (appends are idempotent by event id).
     """
     ERROR_REASON_INTERNAL: _ErrorReason.ValueType  # 70
     """INTERNAL: an unexpected server error. Nothing acknowledged is lost; the request may be retried."""
@@ -311,10 +325,24 @@ ERROR_REASON_SHUTTING_DOWN: ErrorReason.ValueType  # 60
 """UNAVAILABLE: the server is shutting down; retry against another instance."""
 ERROR_REASON_STORAGE_UNAVAILABLE: ErrorReason.ValueType  # 61
 """UNAVAILABLE: the database cannot be read or written for another reason than a full disk
-(an I/O error, a read-only file or file system, a file locked past the busy timeout).
-Nothing of the request was written; every acknowledged event is safe. Health is NOT_SERVING
-while writes fail, SERVING again once a write succeeds. Metadata: `sqlite_error`. A retry
+(an I/O error, a read-only file or file system, a file locked past the busy timeout; on
+PostgreSQL: the server cannot be reached, refuses connections, is shutting down or is a
+read-only standby). Nothing of the request was written; every acknowledged event is safe.
+Health is NOT_SERVING while writes fail, SERVING again once a write succeeds. Metadata:
+`sqlite_error` (SQLite) or `postgres_error` (PostgreSQL: the driver's error class). A retry
 (with backoff) may succeed: the condition can be transient.
+"""
+ERROR_REASON_STORAGE_BUSY: ErrorReason.ValueType  # 62
+"""UNAVAILABLE: the database (PostgreSQL) answers but this request waited too long for it: a
+lock held by another transaction past the store's lock timeout, a statement past its
+statement timeout, no free connection of the sidecar's pool in time, conflicting
+transactions retried too often, or a read held back by an older transaction still in
+flight. Nothing of the request was written; every acknowledged event is safe. Unlike
+STORAGE_UNAVAILABLE the server stays SERVING (contention is not an outage: one foreign
+transaction holding a lock must not take every sidecar out of service). Metadata: `cause`
+("lock_timeout", "statement_timeout", "idle_in_transaction_timeout", "pool_timeout",
+"conflict", "held_back"), and `postgres_error` when the database reported it. Retry with
+backoff (appends are idempotent by event id).
 """
 ERROR_REASON_INTERNAL: ErrorReason.ValueType  # 70
 """INTERNAL: an unexpected server error. Nothing acknowledged is lost; the request may be retried."""
