@@ -392,6 +392,9 @@ def app_config(app: str) -> config_pb2.AppConfig:
         ),
         summarizer=config_pb2.SummarizerConfig(extractive=config_pb2.ExtractiveSummarizerConfig()),
         memory=config_pb2.MemoryConfig(max_results=5),
+        context_tools=config_pb2.ContextToolsConfig(
+            enabled=True, min_tokens_freed=1, max_hidden_fraction=1.0
+        ),
     )
 
 

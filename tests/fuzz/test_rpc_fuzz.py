@@ -53,6 +53,7 @@ from contextengine.v1 import (
     config_pb2,
     content_pb2,
     context_service_pb2 as xpb,
+    context_tools_service_pb2 as tpb,
     memory_service_pb2 as mpb,
     session_service_pb2 as pb,
     subscription_service_pb2 as spb,
@@ -109,6 +110,7 @@ def test_every_service_is_fuzzed() -> None:
         "SubscriptionService",
         "CompactionService",
         "MemoryService",
+        "ContextToolsService",
     } <= SERVICES
     assert len(METHODS) >= 25
 
@@ -188,6 +190,24 @@ def _specific(ref: pb.GetSessionRequest) -> dict[str, list[message.Message]]:
         "CompactionService.ExpandSummary": [cpb.ExpandSummaryRequest(summary_sequence=7)],
         "MemoryService.AddEventsToMemory": [mpb.AddEventsToMemoryRequest(sequences=[1, 2, 6])],
         "MemoryService.SearchMemory": [mpb.SearchMemoryRequest(query="Paris", limit=3, **owner)],
+        "ContextToolsService.ListContextTools": [tpb.ListContextToolsRequest(**owner)],
+        "ContextToolsService.CallContextTool": [
+            tpb.CallContextToolRequest(
+                agent_name="agent",
+                invocation_id=f"{tag}-inv-3",
+                call=content_pb2.FunctionCall(
+                    id=f"{tag}-tool", name=name, args=dict_to_struct(args)
+                ),
+            )
+            for name, args in (
+                ("context_status", {}),
+                ("context_pin", {"first": 1, "last": 2}),
+                ("context_hide", {"first": 3, "last": 4, "stub": "x"}),
+                ("context_summarize", {"first": 3, "last": 6, "summary": "s"}),
+                ("context_expand", {"sequence": 2, "max_chars": 50}),
+                ("context_search", {"query": "Paris", "limit": 3}),
+            )
+        ],
     }
 
 
