@@ -16,7 +16,7 @@ function readmeBlocks(): string[] {
   const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
   const section = readme.split("\n## TypeScript\n")[1]?.split("\n## ")[0] ?? "";
   const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.ok(blocks.length >= 2, "README.md has two ```ts blocks under ## TypeScript");
+  assert.ok(blocks.length >= 3, "README.md has three ```ts blocks under ## TypeScript");
   return blocks;
 }
 
@@ -45,10 +45,9 @@ it("the README's TypeScript example runs and prints what it says", async () => {
   assert.deepEqual(await runModule(source), ["1 1n", "NOT_FOUND SESSION_NOT_FOUND"]);
 });
 
-it("the README's contents since example runs (after a session with one content)", async () => {
-  const target = await serverTarget();
-  const block = readmeBlocks()[1] ?? "";
-  const prelude = [
+/** What the blocks after the first one start from: a client and a session with one content. */
+function prelude(target: string): string {
+  return [
     `import { ContextEngineClient } from ${SOURCE};`,
     `const ce = new ContextEngineClient(${JSON.stringify(target)});`,
     'const { session } = await ce.createSession({ appName: "demo", userId: "zoe" });',
@@ -58,6 +57,19 @@ it("the README's contents since example runs (after a session with one content)"
     '  event: { author: "user", content: { role: "user", parts: [{ text: "Hi!" }] } },',
     "});",
   ].join("\n");
-  const lines = await runModule(`${prelude}\n${block}\nce.close();\n`);
+}
+
+it("the README's contents since example runs (after a session with one content)", async () => {
+  const target = await serverTarget();
+  const block = readmeBlocks()[1] ?? "";
+  const lines = await runModule(`${prelude(target)}\n${block}\nce.close();\n`);
   assert.deepEqual(lines, ["1 2 0", "2 0"]);
+});
+
+it("the README's context tools example runs (after a session with one content)", async () => {
+  const target = await serverTarget();
+  const block = readmeBlocks()[2] ?? "";
+  assert.match(block, /contextTools/);
+  const lines = await runModule(`${prelude(target)}\n${block}\nce.close();\n`);
+  assert.deepEqual(lines, ["7 true true"]);
 });
