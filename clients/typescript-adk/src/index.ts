@@ -3,6 +3,7 @@
  * README.md ("Using it from ADK TypeScript").
  */
 export { Connection, type ConnectionInit } from "./connection.js";
+export { ContextEngineContextTools, ContextEngineTool } from "./context_tools.js";
 export {
   contentFromProto,
   contentToProto,

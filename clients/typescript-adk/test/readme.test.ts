@@ -12,29 +12,28 @@ import { PACKAGE_DIR, REPO_ROOT, serverTarget, stopServer } from "../../typescri
 
 after(() => stopServer());
 
-function readmeBlock(): string {
+/** The ```ts blocks under "## Using it from ADK TypeScript". */
+function readmeBlocks(): string[] {
   const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
   const section = readme.split("\n## Using it from ADK TypeScript\n")[1]?.split("\n## ")[0] ?? "";
-  const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-  assert.ok(block, 'README.md has a ```ts block under "## Using it from ADK TypeScript"');
-  return block;
+  const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+  assert.ok(
+    blocks.length >= 2,
+    'README.md has two ```ts blocks under "## Using it from ADK TypeScript"',
+  );
+  return blocks;
 }
 
-it("the README's ADK TypeScript block runs", async () => {
+/** Runs `code` (the README's imports pointed at the sources) with tsx; its last output line. */
+async function lastLine(code: string): Promise<string | undefined> {
   const target = await serverTarget();
   const here = join(PACKAGE_DIR, "..", "typescript-adk");
-  const code = readmeBlock()
-    .replace('"@contextengine/adk"', '"../src/index.js"')
-    .replace('"127.0.0.1:50151"', JSON.stringify(target));
   const file = join(here, "test", `.readme-${process.pid}.ts`);
   writeFileSync(
     file,
-    `${code}
-const made = await runner.sessionService.createSession({ appName: "trips", userId: "u" });
-const read = await sessions.getSession({ appName: "trips", userId: "u", sessionId: made.id });
-console.log(runner.sessionService === sessions, read?.id === made.id);
-sessions.close();
-`,
+    code
+      .replaceAll('"@contextengine/adk"', '"../src/index.js"')
+      .replace('"127.0.0.1:50151"', JSON.stringify(target)),
   );
   try {
     const { stdout } = await promisify(execFile)(
@@ -44,8 +43,36 @@ sessions.close();
         cwd: here,
       },
     );
-    assert.equal(stdout.trim().split("\n").at(-1), "true true");
+    return stdout.trim().split("\n").at(-1);
   } finally {
     rmSync(file, { force: true });
   }
+}
+
+it("the README's ADK TypeScript block runs", async () => {
+  const [block = ""] = readmeBlocks();
+  const last = await lastLine(`${block}
+const made = await runner.sessionService.createSession({ appName: "trips", userId: "u" });
+const read = await sessions.getSession({ appName: "trips", userId: "u", sessionId: made.id });
+console.log(runner.sessionService === sessions, read?.id === made.id);
+sessions.close();
+`);
+  assert.equal(last, "true true");
+});
+
+it("the README's context tools block runs after the first one", async () => {
+  const [first = "", tools = ""] = readmeBlocks();
+  assert.match(tools, /ContextEngineContextTools/);
+  // the second block's import goes to the top of the module
+  const imports = tools.split("\n").filter((line) => line.startsWith("import "));
+  const body = tools.split("\n").filter((line) => !line.startsWith("import "));
+  const last = await lastLine(`${imports.join("\n")}
+${first}
+${body.join("\n")}
+const config = await sessions.client.getAppConfig({ appName: "trips" });
+const names = (await reader.canonicalTools()).map((tool) => tool.name);
+console.log(config.config?.contextTools?.enabled, names.length, names.includes("context_hide"));
+sessions.close();
+`);
+  assert.equal(last, "true 7 true");
 });

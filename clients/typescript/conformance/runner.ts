@@ -26,6 +26,10 @@ import { ContextEngineClient } from "../src/client.js";
 import { ContextEngineError } from "../src/errors.js";
 import { CompactionService } from "../src/gen/contextengine/v1/compaction_service_pb.js";
 import { ContextService } from "../src/gen/contextengine/v1/context_service_pb.js";
+import {
+  type CallContextToolRequest,
+  ContextToolsService,
+} from "../src/gen/contextengine/v1/context_tools_service_pb.js";
 import { MemoryService } from "../src/gen/contextengine/v1/memory_service_pb.js";
 import { SessionService } from "../src/gen/contextengine/v1/session_service_pb.js";
 import { SubscriptionService } from "../src/gen/contextengine/v1/subscription_service_pb.js";
@@ -44,6 +48,7 @@ const SERVICES: Record<string, DescService> = {
   CompactionService,
   SubscriptionService,
   MemoryService,
+  ContextToolsService,
 };
 
 const STEP_KEYS: Record<string, readonly string[]> = {
@@ -156,6 +161,25 @@ type StreamMethod = (
   request: Message,
   options: { signal: AbortSignal; maxFailures: number },
 ) => AsyncGenerator<Message, void, undefined>;
+
+/**
+ * RPCs the runner sends through a helper of the client rather than the method named after them
+ * (the helper sends every field of the request, so nothing is dropped).
+ */
+const ADAPTERS: Record<string, (client: ContextEngineClient) => UnaryMethod> = {
+  "ContextToolsService/CallContextTool": (client) => (message, options) => {
+    const request = message as CallContextToolRequest;
+    const tools = client.contextTools({
+      appName: request.appName,
+      userId: request.userId,
+      sessionId: request.sessionId,
+      agentName: request.agentName,
+      ...(request.branch !== undefined ? { branch: request.branch } : {}),
+      ...(request.isolationScope !== undefined ? { isolationScope: request.isolationScope } : {}),
+    });
+    return tools.call(request.call ?? {}, { ...options, invocationId: request.invocationId });
+  },
+};
 
 /** The client's method for an RPC: the wrapper's methods are named after the RPCs. */
 function clientMethod<T>(client: ContextEngineClient, method: Method): T {
@@ -416,7 +440,8 @@ export class Runner {
     if (method.desc.methodKind !== "unary") {
       throw new ScenarioError(`${method.name} is a stream: use subscribe`);
     }
-    const call = clientMethod<UnaryMethod>(this.client, method);
+    const adapter = ADAPTERS[method.name];
+    const call = adapter ? adapter(this.client) : clientMethod<UnaryMethod>(this.client, method);
     const response = await call(parseRequest(method.desc.input, request), { timeoutMs });
     return asJson(method.desc.output, response);
   }

@@ -9,7 +9,8 @@
  *   retries too, and an optional `AbortSignal`.
  * - Only calls that are safe to repeat are retried, after UNAVAILABLE: reads, and appends, which
  *   are idempotent because the client gives each event an id (and a timestamp) before the first
- *   attempt. Creating a session, rewinding, compacting and committing a summary are never retried.
+ *   attempt. Creating a session, rewinding, compacting, committing a summary and calling a context
+ *   tool are never retried.
  * - Errors are {@link ContextEngineError}s with the gRPC code and the server's ErrorInfo reason.
  * - `subscribeEvents` / `watchSessionState` are async iterables that reopen the stream from the
  *   last cursor received when it breaks (server shutdown, lost connection, SUBSCRIBER_LAGGED).
@@ -19,6 +20,7 @@ import type { SecureClientSessionOptions } from "node:http2";
 import { clone, create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { ContextTools, type ContextToolsInit } from "./context_tools.js";
 import { ContextView, type ContextViewInit } from "./context_view.js";
 import { ContextEngineError, toContextEngineError } from "./errors.js";
 import {
@@ -41,6 +43,13 @@ import {
   type BuildContextResponse,
   ContextService,
 } from "./gen/contextengine/v1/context_service_pb.js";
+import {
+  type CallContextToolRequestSchema,
+  type CallContextToolResponse,
+  ContextToolsService,
+  type ListContextToolsRequestSchema,
+  type ListContextToolsResponse,
+} from "./gen/contextengine/v1/context_tools_service_pb.js";
 import type { Event } from "./gen/contextengine/v1/event_pb.js";
 import {
   type AddEventsToMemoryRequestSchema,
@@ -290,6 +299,7 @@ export class ContextEngineClient {
     readonly compaction: Client<typeof CompactionService>;
     readonly subscriptions: Client<typeof SubscriptionService>;
     readonly memory: Client<typeof MemoryService>;
+    readonly contextTools: Client<typeof ContextToolsService>;
   };
   private readonly timeoutMs: number;
   private readonly attempts: number;
@@ -338,6 +348,7 @@ export class ContextEngineClient {
       compaction: createClient(CompactionService, transport),
       subscriptions: createClient(SubscriptionService, transport),
       memory: createClient(MemoryService, transport),
+      contextTools: createClient(ContextToolsService, transport),
     };
   }
 
@@ -725,6 +736,58 @@ export class ContextEngineClient {
     const method = "MemoryService/DeleteMemory";
     requireFields(method, request, APP_USER);
     return this.call(method, true, options, (o) => this.raw.memory.deleteMemory(request, o));
+  }
+
+  // Context tools -----------------------------------------------------------------------------
+  //
+  // The model pins, hides, summarizes, expands and searches its own context: the engine declares
+  // the seven tools and runs every call (docs/design/context-tools.md). Off unless the app's (or
+  // the session's) `ContextToolsConfig.enabled`. {@link contextTools} is the helper a model loop
+  // uses.
+
+  /**
+   * The context tools' declarations, the same for every app: google-genai `FunctionDeclaration`s
+   * (`functionDeclarations`, snake_case JSON) and the JSON texts of OpenAI Chat, OpenAI Responses
+   * and Anthropic tools. `userId` is needed only by a token restricted to one user. Retried.
+   */
+  listContextTools(
+    request: Init<typeof ListContextToolsRequestSchema>,
+    options?: CallOptions,
+  ): Promise<ListContextToolsResponse> {
+    const method = "ContextToolsService/ListContextTools";
+    requireFields(method, request, APP);
+    return this.call(method, true, options, (o) =>
+      this.raw.contextTools.listContextTools(request, o),
+    );
+  }
+
+  /**
+   * Runs one call of a context tool for an agent's view of a session (`agentName`, `branch`,
+   * `isolationScope`, as for `buildContext`) and resolves to its answer: `response`, the
+   * function response to append as the call's answer (the engine records the answer's edit when
+   * it is appended), the `edits` it makes then, and `refusal` when the engine refused the call
+   * (the response then says why to the model: `ok` false, `reason`, `rule`, `message`). The
+   * caller's mistakes are errors: INVALID_ARGUMENT / UNKNOWN_CONTEXT_TOOL, FAILED_PRECONDITION /
+   * CONTEXT_TOOLS_DISABLED, NOT_FOUND / SESSION_NOT_FOUND. Never retried (`context_summarize`
+   * appends a summary).
+   */
+  callContextTool(
+    request: Init<typeof CallContextToolRequestSchema>,
+    options?: CallOptions,
+  ): Promise<CallContextToolResponse> {
+    const method = "ContextToolsService/CallContextTool";
+    requireFields(method, request, SESSION);
+    return this.call(method, false, options, (o) =>
+      this.raw.contextTools.callContextTool(request, o),
+    );
+  }
+
+  /**
+   * The context tools of one agent in one session ({@link ContextTools}): their declarations in
+   * a provider's shape, and the call, answer and run of a model's call.
+   */
+  contextTools(init: ContextToolsInit): ContextTools {
+    return new ContextTools(this, init);
   }
 
   // Subscriptions -----------------------------------------------------------------------------

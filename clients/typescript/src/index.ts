@@ -13,6 +13,17 @@ export {
   type StreamOptions,
   type TlsOptions,
 } from "./client.js";
+export {
+  CONTEXT_TOOL_NAMES,
+  type ContextToolCallOptions,
+  type ContextToolRunOptions,
+  ContextTools,
+  type ContextToolsInit,
+  type FunctionCallInit,
+  genaiDeclaration,
+  type ToolFormat,
+  toolArguments,
+} from "./context_tools.js";
 export { ContextView, type ContextViewInit, reassemble } from "./context_view.js";
 export {
   ContextEngineError,
@@ -40,6 +51,7 @@ export * from "./gen/contextengine/v1/compaction_service_pb.js";
 export * from "./gen/contextengine/v1/config_pb.js";
 export * from "./gen/contextengine/v1/content_pb.js";
 export * from "./gen/contextengine/v1/context_service_pb.js";
+export * from "./gen/contextengine/v1/context_tools_service_pb.js";
 export * from "./gen/contextengine/v1/errors_pb.js";
 export * from "./gen/contextengine/v1/event_pb.js";
 export * from "./gen/contextengine/v1/memory_pb.js";

@@ -179,6 +179,12 @@ describe("client-side validation", () => {
       () => ce.watchSessionState({ appName: "a", userId: "u", sessionId: "" }),
       "session_id",
     ],
+    ["listContextTools without an app", () => ce.listContextTools({ userId: "u" }), "app_name"],
+    [
+      "callContextTool without a session",
+      () => ce.callContextTool({ appName: "a", userId: "u", call: { name: "context_status" } }),
+      "session_id",
+    ],
   ];
   for (const [name, call, field] of cases) {
     it(`${name}: MISSING_FIELD ${field}, before sending`, () => {

@@ -28,7 +28,7 @@ function readmeBlocks(): string[] {
   const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
   const section = readme.split("\n## TypeScript\n")[1]?.split("\n## ")[0] ?? "";
   const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.ok(blocks.length >= 3, "README.md has three ```ts blocks under ## TypeScript");
+  assert.ok(blocks.length >= 4, "README.md has four ```ts blocks under ## TypeScript");
   return blocks;
 }
 
@@ -108,4 +108,12 @@ it("the README's renderings example runs against the fake OpenAI and Anthropic A
       ["/v1/messages", 200],
     ],
   );
+});
+
+it("the README's context tools example runs (after a session with one content)", async () => {
+  const target = await serverTarget();
+  const block = readmeBlocks()[3] ?? "";
+  assert.match(block, /contextTools/);
+  const lines = await runModule(`${sessionPrelude(target)}\n${block}\nce.close();\n`);
+  assert.deepEqual(lines, ["7 true true"]);
 });
