@@ -21,7 +21,6 @@ import dev.contextengine.v1.Event;
 import dev.contextengine.v1.FunctionCall;
 import dev.contextengine.v1.FunctionResponse;
 import dev.contextengine.v1.ListContextToolsRequest;
-import dev.contextengine.v1.Part;
 import dev.contextengine.v1.RewindSessionRequest;
 import dev.contextengine.v1.UpdateAppConfigRequest;
 import io.grpc.Status;
@@ -71,22 +70,6 @@ class ContextToolsTest {
             .getSession());
   }
 
-  static Event event(String author, String invocation, String role, Part part) {
-    return Event.newBuilder()
-        .setAuthor(author)
-        .setInvocationId(invocation)
-        .setContent(Content.newBuilder().setRole(role).addParts(part))
-        .build();
-  }
-
-  static Event calls(String invocation, FunctionCall call) {
-    return event("agent", invocation, "model", Part.newBuilder().setFunctionCall(call).build());
-  }
-
-  static Event answers(String invocation, FunctionResponse response) {
-    return event("agent", invocation, "user", Part.newBuilder().setFunctionResponse(response).build());
-  }
-
   /** Events 1-4: a finished turn with a bulky tool result; 5: the current turn's message. */
   static void bulkyTurn(SessionRef ref) {
     StringBuilder rows = new StringBuilder();
@@ -101,9 +84,10 @@ class ContextToolsTest {
             .setUserId(ref.userId())
             .setSessionId(ref.sessionId())
             .addEvents(SessionRef.said("user", "i1", "Find the tide tables."))
-            .addEvents(calls("i1", FunctionCall.newBuilder().setId("c1").setName("fetch").setArgs(args).build()))
+            .addEvents(ContextTools.callEvent("agent", "i1", FunctionCall.newBuilder().setId("c1").setName("fetch").setArgs(args).build()))
             .addEvents(
-                answers(
+                ContextTools.answerEvent(
+                    "agent",
                     "i1",
                     FunctionResponse.newBuilder()
                         .setId("c1")
@@ -166,7 +150,7 @@ class ContextToolsTest {
     FunctionCall hide =
         ContextTools.functionCall(
             "context_hide", Map.of("first", 2, "last", 3, "stub", "The tide tables."), "c2");
-    ce.appendEvent(ref.appendEvent(calls("i2", hide)));
+    ce.appendEvent(ref.appendEvent(ContextTools.callEvent("agent", "i2", hide)));
     CallContextToolResponse answer = tools.call(hide, "i2");
     assertFalse(answer.hasRefusal());
     assertEquals(
@@ -184,7 +168,7 @@ class ContextToolsTest {
     assertTrue((Long) result.get("tokens_hidden") > 100, result.toString());
 
     // appending the answer records the edit on it
-    Event stored = ce.appendEvent(ref.appendEvent(answers("i2", answer.getResponse()))).getEvent();
+    Event stored = ce.appendEvent(ref.appendEvent(ContextTools.answerEvent("agent", "i2", answer.getResponse()))).getEvent();
     assertEquals(7, stored.getSequence());
     assertEquals(answer.getEditsList(), stored.getContextEditsList());
     String context = texts(ce.buildContext(ref.buildContext("agent")));

@@ -16,14 +16,17 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README's Java section's blocks are examples/ReadmeExample.java and
- * examples/ContextViewExample.java ("contents since"), and they run and print what they say.
+ * The README's Java section's blocks are examples/ReadmeExample.java,
+ * examples/ContextViewExample.java ("contents since") and examples/ContextToolsExample.java, and
+ * they run and print what they say.
  */
 class ReadmeTest {
   private static final Path EXAMPLE =
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ReadmeExample.java");
   private static final Path SINCE_EXAMPLE =
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ContextViewExample.java");
+  private static final Path TOOLS_EXAMPLE =
+      Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ContextToolsExample.java");
 
   private static String dedent(List<String> lines) {
     int indent =
@@ -97,5 +100,22 @@ class ReadmeTest {
   void theContentsSinceBlockIsItsExampleAndRuns() throws Exception {
     assertEquals(marked(SINCE_EXAMPLE), block(1).strip());
     assertEquals(List.of("1 2", "2 0"), run("dev.contextengine.examples.ContextViewExample"));
+  }
+
+  /** The ```java block under ## Java that holds {@code text}. */
+  private static String blockWith(String text) throws IOException {
+    for (int i = 0; ; i++) {
+      String block = block(i);
+      if (block.contains(text)) {
+        return block;
+      }
+    }
+  }
+
+  @Test
+  void theContextToolsBlockIsItsExampleAndRuns() throws Exception {
+    assertEquals(marked(TOOLS_EXAMPLE), blockWith("ce.contextTools(").strip());
+    assertEquals(
+        List.of("7 true", "true 1", "true"), run("dev.contextengine.examples.ContextToolsExample"));
   }
 }

@@ -8,12 +8,14 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 
 /**
- * The README's Kotlin section's blocks are examples/ReadmeExample.kt and
- * examples/ContextViewExample.kt ("contents since"), and they run and print what they say.
+ * The README's Kotlin section's blocks are examples/ReadmeExample.kt,
+ * examples/ContextViewExample.kt ("contents since") and examples/ContextToolsExample.kt, and they
+ * run and print what they say.
  */
 class ReadmeKtTest {
     private val example: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ReadmeExample.kt")
     private val sinceExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextViewExample.kt")
+    private val toolsExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextToolsExample.kt")
 
     private fun dedent(lines: List<String>): String {
         val indent = lines.filter { it.isNotBlank() }.minOfOrNull { it.length - it.trimStart().length } ?: 0
@@ -71,5 +73,12 @@ class ReadmeKtTest {
     fun theContentsSinceBlockIsItsExampleAndRuns() {
         assertEquals(marked(sinceExample), block(1))
         assertEquals(listOf("1 2 0"), run("dev.contextengine.examples.kotlin.ContextViewExample"))
+    }
+
+    @Test
+    fun theContextToolsBlockIsItsExampleAndRuns() {
+        val block = generateSequence(0) { it + 1 }.map { block(it) }.first { "ce.contextTools(" in it }
+        assertEquals(marked(toolsExample), block)
+        assertEquals(listOf("7", "true 1", "true"), run("dev.contextengine.examples.kotlin.ContextToolsExample"))
     }
 }
