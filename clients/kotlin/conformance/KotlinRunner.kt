@@ -6,6 +6,7 @@ import com.google.protobuf.util.JsonFormat
 import dev.contextengine.client.ContextEngine
 import dev.contextengine.client.ContextEngineException
 import dev.contextengine.client.FollowOptions
+import dev.contextengine.client.sessionRef
 import dev.contextengine.conformance.Match.ScenarioError
 import dev.contextengine.conformance.Match.StepFailure
 import dev.contextengine.v1.*
@@ -47,7 +48,9 @@ class KotlinRunner(private val client: ContextEngine, private val emit: (Map<Str
         private const val DEFAULT_QUIET_MS = 300L
         private const val DEFAULT_POLL_TIMEOUT_MS = 15_000L
         private const val DEFAULT_POLL_INTERVAL_MS = 50L
-        private val SERVICES = setOf("SessionService", "ContextService", "CompactionService", "SubscriptionService", "MemoryService")
+        private val SERVICES = setOf(
+            "SessionService", "ContextService", "CompactionService", "SubscriptionService", "MemoryService", "ContextToolsService",
+        )
         private val STEP_KINDS = listOf(
             "call", "poll", "subscribe", "expect_frames", "expect_no_frames", "expect_stream_error", "disconnect", "resume", "sleep_ms",
         )
@@ -80,6 +83,17 @@ class KotlinRunner(private val client: ContextEngine, private val emit: (Map<Str
         "AddEventsToMemory" to Rpc({ AddEventsToMemoryRequest.newBuilder() }) { ce, r, t -> ce.addEventsToMemory(r as AddEventsToMemoryRequest, t) },
         "SearchMemory" to Rpc({ SearchMemoryRequest.newBuilder() }) { ce, r, t -> ce.searchMemory(r as SearchMemoryRequest, t) },
         "DeleteMemory" to Rpc({ DeleteMemoryRequest.newBuilder() }) { ce, r, t -> ce.deleteMemory(r as DeleteMemoryRequest, t) },
+        "ListContextTools" to Rpc({ ListContextToolsRequest.newBuilder() }) { ce, r, t -> ce.listContextTools(r as ListContextToolsRequest, t) },
+        // Through the helper a model loop uses, as the Python client's runner does.
+        "CallContextTool" to Rpc({ CallContextToolRequest.newBuilder() }) { ce, r, t ->
+            val q = r as CallContextToolRequest
+            ce.contextTools(
+                sessionRef(q.appName, q.userId, q.sessionId),
+                agentName = q.agentName,
+                branch = if (q.hasBranch()) q.branch else null,
+                isolationScope = if (q.hasIsolationScope()) q.isolationScope else null,
+            ).call(q.call, q.invocationId, t)
+        },
         )
 
         private fun rpc(name: Any?, stream: Boolean): String {

@@ -10,10 +10,12 @@ import com.google.protobuf.Message;
 import com.google.protobuf.util.JsonFormat;
 import dev.contextengine.client.ContextEngineClient;
 import dev.contextengine.client.ContextEngineException;
+import dev.contextengine.client.ContextTools;
 import dev.contextengine.client.FollowedStream;
 import dev.contextengine.client.StreamOptions;
 import dev.contextengine.conformance.Match.ScenarioError;
 import dev.contextengine.conformance.Match.StepFailure;
+import dev.contextengine.v1.CallContextToolRequest;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
@@ -65,7 +67,8 @@ public final class Runner {
           "ContextService",
           "CompactionService",
           "SubscriptionService",
-          "MemoryService");
+          "MemoryService",
+          "ContextToolsService");
   private static final Set<String> STREAMS = Set.of("SubscribeEvents", "WatchSessionState");
   private static final Map<String, List<String>> STEP_KEYS = new LinkedHashMap<>();
 
@@ -452,6 +455,19 @@ public final class Runner {
     Method method = clientMethod(name, false);
     Message message = parseRequest(method, request);
     ContextEngineClient timed = client.withTimeout(Duration.ofMillis(timeoutMs));
+    if (message instanceof CallContextToolRequest) {
+      // Through the helper a model loop uses, as the Python client's runner does.
+      CallContextToolRequest call = (CallContextToolRequest) message;
+      ContextTools tools =
+          timed.contextTools(
+              call.getAppName(),
+              call.getUserId(),
+              call.getSessionId(),
+              call.getAgentName(),
+              call.hasBranch() ? call.getBranch() : null,
+              call.hasIsolationScope() ? call.getIsolationScope() : null);
+      return asJson(tools.call(call.getCall(), call.getInvocationId()));
+    }
     return asJson((Message) invoke(method, timed, message));
   }
 

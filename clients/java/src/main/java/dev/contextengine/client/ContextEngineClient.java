@@ -38,7 +38,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * socket), built on grpc-java and the code generated from {@code proto/contextengine/v1}.
  *
  * <ul>
- *   <li>Every unary RPC of the five services has a blocking method named after it ({@code
+ *   <li>Every unary RPC of the six services has a blocking method named after it ({@code
  *       createSession}, {@code appendEvent}, {@code buildContext}, ...) and an {@code ...Async}
  *       twin returning a {@link CompletableFuture}; both take the generated request message
  *       (builders need only the fields you care about) and return the whole response.
@@ -47,7 +47,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *   <li>Only calls that are safe to repeat are retried, and only after {@code UNAVAILABLE}:
  *       reads, idempotent writes, and appends, whose events get their id (and timestamp) before
  *       the first attempt. {@code CreateSession}, {@code RewindSession}, {@code Compact}, {@code
- *       CommitCompaction} and {@code DeleteSession} without {@code allow_missing} never are.
+ *       CommitCompaction}, {@code CallContextTool} and {@code DeleteSession} without {@code
+ *       allow_missing} never are.
  *   <li>Failures are {@link ContextEngineException}s with the gRPC code and the server's {@code
  *       ErrorInfo} reason and metadata; missing ids are rejected before sending with the code and
  *       reason the server would use. A sidecar that is down fails fast with {@code UNAVAILABLE}
@@ -782,6 +783,70 @@ public final class ContextEngineClient implements AutoCloseable {
     }
     return unary(MemoryServiceGrpc.getDeleteMemoryMethod(), method, request, true);
   }
+
+  // Context tools (ContextToolsService) --------------------------------------------------------
+
+  /** The context tools' declarations for google-genai, OpenAI and Anthropic (a read, so retried). Blocks; throws {@link ContextEngineException}. */
+  public ListContextToolsResponse listContextTools(ListContextToolsRequest request) {
+    return await(listContextToolsAsync(request));
+  }
+
+  /** The context tools' declarations for google-genai, OpenAI and Anthropic (a read, so retried). Completes with the response or a {@link ContextEngineException}. */
+  public CompletableFuture<ListContextToolsResponse> listContextToolsAsync(ListContextToolsRequest request) {
+    final String method = "ContextToolsService/ListContextTools";
+    try {
+      Validate.app(method, request.getAppName());
+    } catch (ContextEngineException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return unary(ContextToolsServiceGrpc.getListContextToolsMethod(), method, request, true);
+  }
+
+  /**
+   * {@link #listContextTools(ListContextToolsRequest)} for an app's agents ({@code userId}: {@code
+   * ""}, or the user a token restricted to one user needs).
+   */
+  public ListContextToolsResponse listContextTools(String appName, String userId) {
+    return listContextTools(
+        ListContextToolsRequest.newBuilder().setAppName(appName).setUserId(userId).build());
+  }
+
+  /** Runs one call of a context tool and answers its function response, which the caller appends (never retried: a summary may be appended). Blocks; throws {@link ContextEngineException}. */
+  public CallContextToolResponse callContextTool(CallContextToolRequest request) {
+    return await(callContextToolAsync(request));
+  }
+
+  /** Runs one call of a context tool and answers its function response, which the caller appends (never retried: a summary may be appended). Completes with the response or a {@link ContextEngineException}. */
+  public CompletableFuture<CallContextToolResponse> callContextToolAsync(CallContextToolRequest request) {
+    final String method = "ContextToolsService/CallContextTool";
+    try {
+      Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
+    } catch (ContextEngineException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return unary(ContextToolsServiceGrpc.getCallContextToolMethod(), method, request, false);
+  }
+
+  /**
+   * The context tools of one agent in one session ({@link ContextTools}): {@code branch} and
+   * {@code isolationScope} (null: none) as in the agent's {@code BuildContext} requests.
+   */
+  public ContextTools contextTools(
+      String appName,
+      String userId,
+      String sessionId,
+      String agentName,
+      String branch,
+      String isolationScope) {
+    return new ContextTools(this, appName, userId, sessionId, agentName, branch, isolationScope);
+  }
+
+  /** The context tools of {@code agentName} in a session (no branch, no isolation scope). */
+  public ContextTools contextTools(SessionRef session, String agentName) {
+    return contextTools(
+        session.appName(), session.userId(), session.sessionId(), agentName, null, null);
+  }
+
   // Paging ----------------------------------------------------------------------------------------
 
   /**

@@ -16,8 +16,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The README's Java section's blocks are examples/ReadmeExample.java,
- * examples/ContextViewExample.java ("contents since") and examples/Renderings.java, and they run
- * and print what they say (the renderings one in RenderingsExampleTest, against the fake providers).
+ * examples/ContextViewExample.java ("contents since"), examples/Renderings.java and
+ * examples/ContextToolsExample.java, and they run and print what they say (the renderings one in
+ * RenderingsExampleTest, against the fake providers).
  */
 class ReadmeTest {
   private static final Path EXAMPLE =
@@ -26,6 +27,8 @@ class ReadmeTest {
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ContextViewExample.java");
   private static final Path RENDERINGS_EXAMPLE =
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/Renderings.java");
+  private static final Path TOOLS_EXAMPLE =
+      Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ContextToolsExample.java");
 
   private static String dedent(List<String> lines) {
     int indent =
@@ -92,5 +95,22 @@ class ReadmeTest {
   @Test
   void theRenderingsBlockIsItsExample() throws IOException {
     assertEquals(marked(RENDERINGS_EXAMPLE), block(2).strip());
+  }
+
+  /** The ```java block under ## Java that holds {@code text}. */
+  private static String blockWith(String text) throws IOException {
+    for (int i = 0; ; i++) {
+      String block = block(i);
+      if (block.contains(text)) {
+        return block;
+      }
+    }
+  }
+
+  @Test
+  void theContextToolsBlockIsItsExampleAndRuns() throws Exception {
+    assertEquals(marked(TOOLS_EXAMPLE), blockWith("ce.contextTools(").strip());
+    assertEquals(
+        List.of("7 true", "true 1", "true"), run("dev.contextengine.examples.ContextToolsExample"));
   }
 }

@@ -333,6 +333,22 @@ class ContextEngine private constructor(
   suspend fun deleteMemory(timeout: Duration? = null, build: DeleteMemoryRequest.Builder.() -> Unit): DeleteMemoryResponse =
       deleteMemory(DeleteMemoryRequest.newBuilder().apply(build).build(), timeout)
 
+  /** `ContextToolsService/ListContextTools` (see the Java client's `listContextTools` for what is retried). */
+  suspend fun listContextTools(request: ListContextToolsRequest, timeout: Duration? = null): ListContextToolsResponse =
+      call(timeout) { it.listContextToolsAsync(request) }
+
+  /** `ContextToolsService/ListContextTools` with the request built in place. */
+  suspend fun listContextTools(timeout: Duration? = null, build: ListContextToolsRequest.Builder.() -> Unit): ListContextToolsResponse =
+      listContextTools(ListContextToolsRequest.newBuilder().apply(build).build(), timeout)
+
+  /** `ContextToolsService/CallContextTool` (see the Java client's `callContextTool` for what is retried). */
+  suspend fun callContextTool(request: CallContextToolRequest, timeout: Duration? = null): CallContextToolResponse =
+      call(timeout) { it.callContextToolAsync(request) }
+
+  /** `ContextToolsService/CallContextTool` with the request built in place. */
+  suspend fun callContextTool(timeout: Duration? = null, build: CallContextToolRequest.Builder.() -> Unit): CallContextToolResponse =
+      callContextTool(CallContextToolRequest.newBuilder().apply(build).build(), timeout)
+
     // --- named, defaulted parameters for what agents call most ---------------------------------
 
     /** Creates a session (never retried) and returns it; `sessionId` empty: the server picks one. */
@@ -484,6 +500,21 @@ class ContextEngine private constructor(
         timeout: Duration? = null,
     ): List<MemoryEntry> =
         searchMemory(timeout) { setAppName(appName).setUserId(userId).setQuery(query).setLimit(limit) }.memoriesList
+
+    /** The context tools' declarations for every provider (`userId`: what a token restricted to one user needs). */
+    suspend fun listContextTools(appName: String, userId: String = "", timeout: Duration? = null): ListContextToolsResponse =
+        listContextTools(timeout) { setAppName(appName).setUserId(userId) }
+
+    /**
+     * The context tools of `agentName` in a session ([AgentContextTools]); `branch` and
+     * `isolationScope` (null: none) as in the agent's `BuildContext` requests.
+     */
+    fun contextTools(
+        session: SessionRef,
+        agentName: String = "",
+        branch: String? = null,
+        isolationScope: String? = null,
+    ): AgentContextTools = AgentContextTools(this, session, agentName, branch, isolationScope)
 
     // --- subscriptions ---------------------------------------------------------------------------
 

@@ -8,13 +8,15 @@ import org.junit.jupiter.api.Test
 
 /**
  * The README's Kotlin section's blocks are examples/ReadmeExample.kt,
- * examples/ContextViewExample.kt ("contents since") and examples/Renderings.kt, and they run and
- * print what they say (the renderings one in RenderingsKtTest, against the fake providers).
+ * examples/ContextViewExample.kt ("contents since"), examples/Renderings.kt and
+ * examples/ContextToolsExample.kt, and they run and print what they say (the renderings one in
+ * RenderingsKtTest, against the fake providers).
  */
 class ReadmeKtTest {
     private val example: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ReadmeExample.kt")
     private val sinceExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextViewExample.kt")
     private val renderingsExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/Renderings.kt")
+    private val toolsExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextToolsExample.kt")
 
     private fun dedent(lines: List<String>): String {
         val indent = lines.filter { it.isNotBlank() }.minOfOrNull { it.length - it.trimStart().length } ?: 0
@@ -63,5 +65,12 @@ class ReadmeKtTest {
     @Test
     fun theRenderingsBlockIsItsExample() {
         assertEquals(marked(renderingsExample), block(2))
+    }
+
+    @Test
+    fun theContextToolsBlockIsItsExampleAndRuns() {
+        val block = generateSequence(0) { it + 1 }.map { block(it) }.first { "ce.contextTools(" in it }
+        assertEquals(marked(toolsExample), block)
+        assertEquals(listOf("7", "true 1", "true"), run("dev.contextengine.examples.kotlin.ContextToolsExample"))
     }
 }
