@@ -132,7 +132,7 @@ LAYERS = (
     # the ADK drop-ins (clients/adk_python): the public client, and the engine only through
     # their embedded backend
     Layer("adk", (f"{PACKAGE}.adk",), ("client", "adk.embedded")),
-    # the README's programs: what a user writes, so only the public client, engine and ADK
+    # the guides' programs: what a user writes, so only the public client, engine and ADK
     # drop-ins; the demo prints with the console's renderer
     Layer("examples", ("examples",), ("client", "engine", "adk", "console")),
 )

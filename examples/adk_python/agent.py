@@ -1,4 +1,4 @@
-"""README, "Using it from ADK Python": an ADK agent with a tool and a sub-agent, on the sidecar.
+"""clients/adk_python/README.md, "Example": an ADK agent with a tool and a sub-agent, on the sidecar.
 
 A google-adk ``Runner`` whose session service, memory service and plugin are the contextengine
 drop-ins: the session and its events live in the sidecar, every model request's history is the

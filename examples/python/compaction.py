@@ -1,8 +1,8 @@
-"""README, "Compaction": a sliding-window summary written in the background, then expanded.
+"""docs/guide/compaction.md: a sliding-window summary written in the background, then expanded.
 
 With a sidecar running (`make run`): `.venv/bin/python examples/python/compaction.py`; set
 CONTEXTENGINE_TARGET (host:port) to use another one. tests/docs/test_examples.py runs it and
-checks that the README shows this file from `import asyncio` on.
+checks that the guide shows this file from `import asyncio` on.
 """
 
 from __future__ import annotations

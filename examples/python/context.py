@@ -1,8 +1,8 @@
-"""README, "Building the model context": the contents ADK would send for the next model call.
+"""docs/guide/context.md: the contents ADK would send for the next model call.
 
 With a sidecar running (`make run`): `.venv/bin/python examples/python/context.py`; set
 CONTEXTENGINE_TARGET (host:port) to use another one. tests/docs/test_examples.py runs it and
-checks that the README shows this file from `import asyncio` on.
+checks that the guide shows this file from `import asyncio` on.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""README, "Context tools": the model hides a tool result it is done with, then reads it back.
+"""docs/guide/context-tools.md: the model hides a tool result it is done with, then reads it back.
 
 With a sidecar running (`make run`): `.venv/bin/python examples/python/context_tools.py`. The
 model's calls are written out here as a model would send them; with a real model, give it

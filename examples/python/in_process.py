@@ -1,7 +1,7 @@
-"""README, "In-process engine (no sidecar)": the engine inside a Python program.
+"""docs/guide/in-process.md: the engine inside a Python program.
 
 `.venv/bin/python examples/python/in_process.py` (no sidecar needed: it keeps its SQLite file in
-a temporary directory). tests/docs/test_examples.py runs it and checks that the README shows this
+a temporary directory). tests/docs/test_examples.py runs it and checks that the guide shows this
 file from `import asyncio` on.
 """
 

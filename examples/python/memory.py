@@ -1,8 +1,8 @@
-"""README, "Memory": remember a session, search it, recall it into a later context.
+"""docs/guide/memory.md: remember a session, search it, recall it into a later context.
 
 With a sidecar running (`make run`): `.venv/bin/python examples/python/memory.py`; set
 CONTEXTENGINE_TARGET (host:port) to use another one. tests/docs/test_examples.py runs it and
-checks that the README shows this file from `import asyncio` on.
+checks that the guide shows this file from `import asyncio` on.
 """
 
 from __future__ import annotations

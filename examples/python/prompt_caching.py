@@ -1,8 +1,8 @@
-"""README, "Prompt caching": the cache decision of each model call, and what to send.
+"""docs/guide/prompt-caching.md: the cache decision of each model call, and what to send.
 
 With a sidecar running (`make run`): `.venv/bin/python examples/python/prompt_caching.py`; set
 CONTEXTENGINE_TARGET (host:port) to use another one. tests/docs/test_examples.py runs it and
-checks that the README shows this file from `import asyncio` on.
+checks that the guide shows this file from `import asyncio` on.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""README, "Using it from Python": create a session, append an event.
+"""The Python client's first example (clients/python/README.md, "A first context"): create a
+session, append the user's message, fetch the agent's context.
 
 With a sidecar running (`make run`): `.venv/bin/python examples/python/quickstart.py`; set
 CONTEXTENGINE_TARGET (host:port) to use another one. tests/docs/test_examples.py runs it and
-checks that the README shows this file from `import asyncio` on.
+checks that the guide shows this file from `import asyncio` on.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ async def main() -> None:
         recorded = await ce.append_event("demo", "bob", session.id, event)
         assert recorded.event.sequence == 1
         print(f"session {session.id}: event {recorded.event.id} is sequence 1")
+
+        # Before each model call: the contents the agent's model gets (google-adk's rules).
+        context = await ce.build_context("demo", "bob", session.id, agent_name="greeter")
+        assert [c.role for c in context.contents] == ["user"]
+        count, last = len(context.contents), context.last_sequence
+        print(f"context of greeter: {count} content, up to event {last}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""README, "Renderings for OpenAI and Anthropic models": one context, three providers' shapes.
+"""docs/guide/renderings.md: one context, three providers' shapes.
 
 With a sidecar running (`make run`) and `openai` and `anthropic` installed:
 `.venv/bin/python examples/python/renderings.py` (set OPENAI_BASE_URL / ANTHROPIC_BASE_URL and the

@@ -1,8 +1,8 @@
-"""README, "Subscriptions": follow a session, its merged state, and every session of a user.
+"""docs/guide/subscriptions.md: follow a session, its merged state, and every session of a user.
 
 With a sidecar running (`make run`): `.venv/bin/python examples/python/subscriptions.py`; set
 CONTEXTENGINE_TARGET (host:port) to use another one. tests/docs/test_examples.py runs it and
-checks that the README shows this file from `import asyncio` on.
+checks that the guide shows this file from `import asyncio` on.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""examples/adk_python/agent.py (README, "Using it from ADK Python") runs out of process against a
-real ``contextengine serve`` (a temporary SQLite file, the default log level), twice, as against
-a long-lived ``make run`` sidecar: each run makes its own user and session."""
+"""examples/adk_python/agent.py (clients/adk_python/README.md, "Example") runs out of process
+against a real ``contextengine serve`` (a temporary SQLite file, the default log level), twice,
+as against a long-lived ``make run`` sidecar: each run makes its own user and session."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.faults.sidecar import SERVING, running_sidecar
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "adk_python" / "agent.py"
-README = ROOT / "README.md"
+GUIDE = ROOT / "clients" / "adk_python" / "README.md"
 
 
 def _run(target: str) -> subprocess.CompletedProcess[str]:
@@ -32,8 +32,8 @@ def _run(target: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_readme_shows_how_to_run_it() -> None:
-    assert ".venv/bin/python examples/adk_python/agent.py" in README.read_text()
+def test_the_guide_shows_how_to_run_it() -> None:
+    assert ".venv/bin/python examples/adk_python/agent.py" in GUIDE.read_text()
 
 
 @pytest.mark.slow

@@ -1,16 +1,15 @@
-"""The README's Python blocks are the scripts in ``examples/python/``, and the scripts run.
+"""The guides' Python blocks are the scripts in ``examples/python/``, and the scripts run.
 
 Each script runs twice against one ``contextengine serve`` child process (a temporary SQLite
 file, the default log level), as against a long-lived ``make run`` sidecar: they make their own
-sessions and users, so a second run must pass as the first did. Each README section's Python
-block must be its script from ``import asyncio`` to the end, so the two cannot drift.
+sessions and users, so a second run must pass as the first did. Each page's Python block must be
+its script from ``import asyncio`` to the end, so the two cannot drift.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,53 +17,41 @@ from pathlib import Path
 import pytest
 
 from contextengine.client import ContextEngineClient
+from tests.docs.guides import ROOT, blocks, pages
 from tests.fakes.provider_server import FakeProviders, start_fake_providers
 from tests.faults.sidecar import SERVING, Sidecar, running_sidecar
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 EXAMPLES = ROOT / "examples" / "python"
 
-#: README section -> the script its Python block shows
+#: page -> the script its Python block shows
 SCRIPTS = {
-    "Using it from Python": "quickstart.py",
-    "Building the model context": "context.py",
-    "Subscriptions": "subscriptions.py",
-    "Compaction": "compaction.py",
-    "Prompt caching": "prompt_caching.py",
-    "Renderings for OpenAI and Anthropic models": "renderings.py",
-    "Context tools: the model steers its own context": "context_tools.py",
-    "Memory": "memory.py",
-    "In-process engine (no sidecar)": "in_process.py",
+    "clients/python/README.md": "quickstart.py",
+    "docs/guide/context.md": "context.py",
+    "docs/guide/subscriptions.md": "subscriptions.py",
+    "docs/guide/compaction.md": "compaction.py",
+    "docs/guide/prompt-caching.md": "prompt_caching.py",
+    "docs/guide/renderings.md": "renderings.py",
+    "docs/guide/context-tools.md": "context_tools.py",
+    "docs/guide/memory.md": "memory.py",
+    "docs/guide/in-process.md": "in_process.py",
 }
-#: where the README's part of a script starts
+#: where a page's part of a script starts
 SHOWN_FROM = "import asyncio\n"
 
 
-def _sections() -> dict[str, str]:
-    text = README.read_text()
-    parts = re.split(r"^## (.+)\n", text, flags=re.M)
-    return dict(zip(parts[1::2], parts[2::2], strict=True))
-
-
-def _python_blocks(section: str) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", section, re.S)
-
-
 def test_every_python_block_is_an_example_script() -> None:
-    sections = _sections()
-    with_python = {name for name, body in sections.items() if _python_blocks(body)}
-    assert with_python == set(SCRIPTS), "a README section with Python needs its examples/ script"
-    for heading, script in SCRIPTS.items():
+    with_python = {str(page.relative_to(ROOT)) for page in pages() if blocks(page, "python")}
+    assert with_python == set(SCRIPTS), "a page with a Python block needs its examples/ script"
+    for page, script in SCRIPTS.items():
         source = (EXAMPLES / script).read_text()
         assert SHOWN_FROM in source, script
-        [block] = _python_blocks(sections[heading])
+        [block] = blocks(page, "python")
         assert block == source[source.index(SHOWN_FROM) :], (
-            f"README section {heading!r} differs from examples/python/{script}"
+            f"the Python block of {page} differs from examples/python/{script}"
         )
 
 
-def test_every_example_script_is_in_the_readme() -> None:
+def test_every_example_script_is_on_a_page() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(SCRIPTS.values())
 
 

@@ -3,8 +3,8 @@
 The real ``contextengine serve`` runs as a child process on a SQLite file at its default log
 level (one INFO line per RPC, the line that used to read ``context.peer()`` after the client had
 cancelled: the call was already released, and the process died of SIGSEGV in about half of the
-fresh servers within 20 cycles of the README's subscription example). Each mode opens a
-subscription on a fresh channel (as the README's example does), waits for ``caught_up``, appends
+fresh servers within 20 cycles of the subscriptions guide's example). Each mode opens a
+subscription on a fresh channel (as the guide's example does), waits for ``caught_up``, appends
 an event, receives it and then goes away: it breaks out of the client's iterator, cancels the
 call, closes the channel, lets its deadline expire, or is a child process that exits or is
 killed. After every mode the server is alive, its health is SERVING, its log has no traceback,
@@ -79,7 +79,7 @@ async def _first_event(
 
 
 async def break_out(server: Sidecar, writer: ContextEngineClient, event_id: str) -> None:
-    """The README's example: break out of the client's iterator, then close the client."""
+    """The guide's example: break out of the client's iterator, then close the client."""
     async with (
         ContextEngineClient(server.target, attempts=1, timeout=TIMEOUT) as ce,
         contextlib.aclosing(ce.subscribe_events(APP, USER, SESSION)) as frames,

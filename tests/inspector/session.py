@@ -1,4 +1,4 @@
-"""A scripted, realistic session for the inspector tests (and the README's screenshot): two
+"""A scripted, realistic session for the inspector tests (and the inspector guide's screenshot): two
 agents sharing a trip-planning session, a tool call and its response, state changes, a pinned
 goal, a compaction summary covering the first two invocations, and a rewind of a change of mind.
 """

@@ -191,7 +191,7 @@ GEMINI = cpb.ModelIdentity(provider=cpb.MODEL_PROVIDER_GEMINI, model="gemini-2.0
 
 async def test_cache_decisions_are_counted_by_action(tmp_path: Path) -> None:
     """Two invocations of an app with prompt caching: FINGERPRINT_ONLY, then CREATE (the agent
-    creates the cache: not managed), as in the README's prompt-caching example."""
+    creates the cache: not managed), as in the prompt-caching guide's example."""
     async with (
         sidecar(tmp_path / "ce.db") as server,
         ContextEngineClient(server.target, attempts=1) as client,

@@ -7,7 +7,7 @@ import dev.contextengine.v1.FunctionResponse
 import kotlinx.coroutines.runBlocking
 
 /**
- * The README's Kotlin "context tools" example, verbatim between the markers (ReadmeKtTest checks
+ * The Kotlin guide's "context tools" example, verbatim between the markers (ReadmeKtTest checks
  * both agree, and runs it): the model hides a tool result it has finished with, and the next
  * context holds one short stub instead.
  */

@@ -4,7 +4,7 @@ import dev.contextengine.client.*
 import kotlinx.coroutines.runBlocking
 
 /**
- * The README's Kotlin "contents since" example, verbatim between the markers (ReadmeKtTest checks
+ * The Kotlin guide's "contents since" example, verbatim between the markers (ReadmeKtTest checks
  * both agree, and runs it).
  */
 object ContextViewExample {

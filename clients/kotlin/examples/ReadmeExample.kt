@@ -7,7 +7,7 @@ import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 
-/** The README's Kotlin example, verbatim between the markers (ReadmeKtTest checks both agree). */
+/** The Kotlin guide's first example, verbatim between the markers (ReadmeKtTest checks both agree). */
 object ReadmeExample {
     @JvmStatic
     fun main(args: Array<String>) {

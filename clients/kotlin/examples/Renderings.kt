@@ -14,7 +14,7 @@ import kotlinx.coroutines.future.await
 import kotlinx.coroutines.runBlocking
 
 /**
- * The README's Kotlin "Renderings" example: one session's context rendered for OpenAI Chat
+ * The Kotlin guide's "Renderings" example: one session's context rendered for OpenAI Chat
  * Completions, the OpenAI Responses API and Anthropic Messages, each sent with plain [HttpClient]
  * to the provider (verbatim between the markers; ReadmeKtTest checks both agree, RenderingsKtTest
  * runs it against a local fake of both APIs).

@@ -1,6 +1,6 @@
 /**
  * `@contextengine/adk`: `@google/adk` (ADK TypeScript) drop-ins on the contextengine sidecar. See
- * README.md ("Using it from ADK TypeScript").
+ * clients/typescript-adk/README.md.
  */
 export { Connection, type ConnectionInit } from "./connection.js";
 export { ContextEngineContextTools, ContextEngineTool } from "./context_tools.js";

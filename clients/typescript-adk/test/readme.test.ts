@@ -1,30 +1,30 @@
 /**
- * The README's "Using it from ADK TypeScript" block runs as written (against the test server):
- * its objects are made, and the Runner's session service is the drop-in.
+ * The ADK TypeScript guide's blocks (clients/typescript-adk/README.md) run as written (against
+ * the test server): its objects are made, and the Runner's session service is the drop-in.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { promisify } from "node:util";
-import { PACKAGE_DIR, REPO_ROOT, serverTarget, stopServer } from "../../typescript/test/helpers.js";
+import {
+  guideBlocks,
+  PACKAGE_DIR,
+  serverTarget,
+  stopServer,
+} from "../../typescript/test/helpers.js";
 
 after(() => stopServer());
 
-/** The ```ts blocks under "## Using it from ADK TypeScript". */
+/** The ```ts blocks of the ADK TypeScript guide. */
 function readmeBlocks(): string[] {
-  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-  const section = readme.split("\n## Using it from ADK TypeScript\n")[1]?.split("\n## ")[0] ?? "";
-  const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.ok(
-    blocks.length >= 2,
-    'README.md has two ```ts blocks under "## Using it from ADK TypeScript"',
-  );
+  const blocks = guideBlocks("clients/typescript-adk/README.md", "ts");
+  assert.equal(blocks.length, 2, "clients/typescript-adk/README.md has two ```ts blocks");
   return blocks;
 }
 
-/** Runs `code` (the README's imports pointed at the sources) with tsx; its last output line. */
+/** Runs `code` (the guide's imports pointed at the sources) with tsx; its last output line. */
 async function lastLine(code: string): Promise<string | undefined> {
   const target = await serverTarget();
   const here = join(PACKAGE_DIR, "..", "typescript-adk");
@@ -49,7 +49,7 @@ async function lastLine(code: string): Promise<string | undefined> {
   }
 }
 
-it("the README's ADK TypeScript block runs", async () => {
+it("the guide's ADK TypeScript block runs", async () => {
   const [block = ""] = readmeBlocks();
   const last = await lastLine(`${block}
 const made = await runner.sessionService.createSession({ appName: "trips", userId: "u" });
@@ -60,7 +60,7 @@ sessions.close();
   assert.equal(last, "true true");
 });
 
-it("the README's context tools block runs after the first one", async () => {
+it("the guide's context tools block runs after the first one", async () => {
   const [first = "", tools = ""] = readmeBlocks();
   assert.match(tools, /ContextEngineContextTools/);
   // the second block's import goes to the top of the module

@@ -1,5 +1,5 @@
 /**
- * One context, three providers' shapes (README, "TypeScript", "Renderings"): a session rendered
+ * One context, three providers' shapes (clients/typescript/README.md, "Renderings"): a session rendered
  * for OpenAI Chat Completions, the OpenAI Responses API and Anthropic Messages, each sent with the
  * provider's own SDK; then a RenderedView that sends only the new items of the next rendering.
  *

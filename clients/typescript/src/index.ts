@@ -1,4 +1,4 @@
-/** The contextengine TypeScript client. See README.md ("TypeScript") for a tour. */
+/** The contextengine TypeScript client. See clients/typescript/README.md for a tour. */
 export {
   type BuildContextInit,
   type BuildContextOptions,

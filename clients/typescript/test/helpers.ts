@@ -2,7 +2,7 @@
  * Test helpers: the sidecar to test against (CONTEXTENGINE_TARGET, as `make test` sets it, or a
  * `contextengine serve` started here from the repository's .venv), the fake OpenAI and
  * Anthropic APIs (also from the .venv), unique names, a TCP proxy that can cut connections, and a
- * server that accepts connections but never answers.
+ * server that accepts connections but never answers; the code blocks of a guide.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -16,6 +16,16 @@ import type { BuildContextResponse, ContextEngineClient } from "../src/index.js"
 
 export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const REPO_ROOT = resolve(PACKAGE_DIR, "..", "..");
+
+/**
+ * The fenced code blocks in `language` (```ts, ...) of a guide, in order: `page` is the guide's
+ * path from the repository's root (clients/typescript/README.md, ...).
+ */
+export function guideBlocks(page: string, language: string): string[] {
+  const text = readFileSync(join(REPO_ROOT, page), "utf8");
+  const fence = new RegExp(`^\`\`\`${language}\n([\\s\\S]*?)^\`\`\``, "gm");
+  return [...text.matchAll(fence)].map((m) => m[1] ?? "");
+}
 
 let started: (Served & { target: string }) | undefined;
 

@@ -1,16 +1,16 @@
-/** The README's TypeScript section runs as written (against the test server) and prints what its
- * comments say. */
+/** The TypeScript guide's blocks (clients/typescript/README.md) run as written (against the test
+ * server) and print what their comments say. */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { promisify } from "node:util";
 import {
   type FakeProviders,
+  guideBlocks,
   PACKAGE_DIR,
-  REPO_ROOT,
   serverTarget,
   startFakeProviders,
   stopServer,
@@ -23,12 +23,10 @@ after(() => {
   stopServer();
 });
 
-/** The ```ts blocks under ## TypeScript. */
+/** The ```ts blocks of the TypeScript guide. */
 function readmeBlocks(): string[] {
-  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-  const section = readme.split("\n## TypeScript\n")[1]?.split("\n## ")[0] ?? "";
-  const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  assert.ok(blocks.length >= 4, "README.md has four ```ts blocks under ## TypeScript");
+  const blocks = guideBlocks("clients/typescript/README.md", "ts");
+  assert.equal(blocks.length, 4, "clients/typescript/README.md has four ```ts blocks");
   return blocks;
 }
 
@@ -51,7 +49,7 @@ async function runModule(source: string, env: Record<string, string> = {}): Prom
   }
 }
 
-it("the README's TypeScript example runs and prints what it says", async () => {
+it("the guide's first example runs and prints what it says", async () => {
   const target = await serverTarget();
   const [block = ""] = readmeBlocks();
   const source = block
@@ -74,14 +72,14 @@ function sessionPrelude(target: string): string {
   ].join("\n");
 }
 
-it("the README's contents since example runs (after a session with one content)", async () => {
+it("the guide's contents since example runs (after a session with one content)", async () => {
   const target = await serverTarget();
   const block = readmeBlocks()[1] ?? "";
   const lines = await runModule(`${sessionPrelude(target)}\n${block}\nce.close();\n`);
   assert.deepEqual(lines, ["1 2 0", "2 0"]);
 });
 
-it("the README's renderings example runs against the fake OpenAI and Anthropic APIs", async () => {
+it("the guide's renderings example runs against the fake OpenAI and Anthropic APIs", async () => {
   const target = await serverTarget();
   fake = await startFakeProviders();
   const block = (readmeBlocks()[2] ?? "")
@@ -110,7 +108,7 @@ it("the README's renderings example runs against the fake OpenAI and Anthropic A
   );
 });
 
-it("the README's context tools example runs (after a session with one content)", async () => {
+it("the guide's context tools example runs (after a session with one content)", async () => {
   const target = await serverTarget();
   const block = readmeBlocks()[3] ?? "";
   assert.match(block, /contextTools/);

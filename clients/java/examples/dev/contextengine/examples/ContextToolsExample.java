@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The README's Java "context tools" example, verbatim between the markers (ContextToolsExampleTest
+ * The Java guide's "context tools" example, verbatim between the markers (ContextToolsExampleTest
  * checks both agree, and runs it): the model hides a bulky tool result it has finished with, and
  * the next context holds one short stub instead.
  */

@@ -4,7 +4,7 @@ import dev.contextengine.client.*;
 import dev.contextengine.v1.*;
 
 /**
- * The README's Java "contents since" example, verbatim between the markers (ReadmeTest checks
+ * The Java guide's "contents since" example, verbatim between the markers (ReadmeTest checks
  * both agree, and runs it).
  */
 public final class ContextViewExample {

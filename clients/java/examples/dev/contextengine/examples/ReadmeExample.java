@@ -4,7 +4,7 @@ import dev.contextengine.client.*;
 import dev.contextengine.v1.*;
 import java.time.Duration;
 
-/** The README's Java example, verbatim between the markers (ReadmeTest checks both agree). */
+/** The Java guide's first example, verbatim between the markers (ReadmeTest checks both agree). */
 public final class ReadmeExample {
   private ReadmeExample() {}
 

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The README's Java "Renderings" example: one session's context rendered for OpenAI Chat
+ * The Java guide's "Renderings" example: one session's context rendered for OpenAI Chat
  * Completions, the OpenAI Responses API and Anthropic Messages, each sent with plain {@link
  * HttpClient} to the provider (verbatim between the markers; ReadmeTest checks both agree,
  * RenderingsExampleTest runs it against a local fake of both APIs).

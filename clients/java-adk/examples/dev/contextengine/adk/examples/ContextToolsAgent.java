@@ -10,7 +10,7 @@ import dev.contextengine.v1.GetAppConfigRequest;
 import dev.contextengine.v1.UpdateAppConfigRequest;
 
 /**
- * The README's ADK Java "context tools" block, verbatim between the markers (ReadmeTest checks
+ * The ADK Java guide's "context tools" block, verbatim between the markers (ReadmeTest checks
  * both agree, and runs the agent in ADK Java's Runner).
  */
 public final class ContextToolsAgent {

@@ -12,7 +12,7 @@ import dev.contextengine.adk.ContextEngineSessionService;
 import dev.contextengine.client.ContextEngineClient;
 import java.util.Map;
 
-/** The README's ADK Java block, verbatim between the markers (ReadmeTest checks both agree). */
+/** The ADK Java guide's first block, verbatim between the markers (ReadmeTest checks both agree). */
 public final class ReadmeExample {
   private ReadmeExample() {}
 

@@ -9,7 +9,7 @@ import dev.contextengine.adk.examples.TravelAgent;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The README's example runs against a real sidecar and leaves the expected log in the engine. */
+/** The ADK Java guide's example runs against a real sidecar and leaves the expected log in the engine. */
 class ExampleTest {
   @Test
   void travelAgentRuns() {

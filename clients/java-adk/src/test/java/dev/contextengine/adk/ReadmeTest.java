@@ -13,73 +13,44 @@ import com.google.genai.types.Part;
 import dev.contextengine.adk.examples.ContextToolsAgent;
 import dev.contextengine.adk.examples.ReadmeExample;
 import dev.contextengine.client.ContextEngineClient;
+import dev.contextengine.client.Guide;
 import dev.contextengine.v1.AppConfig;
 import dev.contextengine.v1.EventsCompactionConfig;
 import dev.contextengine.v1.GetAppConfigRequest;
 import dev.contextengine.v1.UpdateAppConfigRequest;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
- * README "Using it from ADK Java": its first block is ReadmeExample's, its context tools block
- * ContextToolsAgent's, and both run.
+ * The ADK Java guide (clients/java-adk/README.md): its first block is ReadmeExample's, its context
+ * tools block ContextToolsAgent's, and both run.
  */
 class ReadmeTest {
+  static final String GUIDE = "clients/java-adk/README.md";
   static final Path EXAMPLE =
       TestSidecar.REPO.resolve("clients/java-adk/examples/dev/contextengine/adk/examples/ReadmeExample.java");
   static final Path TOOLS_EXAMPLE =
       TestSidecar.REPO.resolve("clients/java-adk/examples/dev/contextengine/adk/examples/ContextToolsAgent.java");
 
-  static String dedent(List<String> lines) {
-    int indent = lines.stream().filter(l -> !l.isBlank())
-        .mapToInt(l -> l.length() - l.stripLeading().length()).min().orElse(0);
-    return lines.stream().map(l -> l.isBlank() ? "" : l.substring(indent)).collect(Collectors.joining("\n"));
-  }
-
   @Test
   void theReadmeBlockIsTheExample() throws Exception {
-    String readme = Files.readString(TestSidecar.REPO.resolve("README.md"), StandardCharsets.UTF_8);
-    String[] parts = readme.split("\n## Using it from ADK Java\n", 2);
-    assertEquals(2, parts.length, "README.md has the section");
-    Matcher block = Pattern.compile("```java\n([\\s\\S]*?)```").matcher(parts[1].split("\n## ", 2)[0]);
-    assertTrue(block.find());
-    // the example's block, and the closing brace of its try that the README shows
-    assertEquals(marked(EXAMPLE) + "\n}", block.group(1).strip());
+    List<String> blocks = Guide.blocks(GUIDE, "java");
+    assertEquals(2, blocks.size(), GUIDE + " has two ```java blocks");
+    // the example's block, and the closing brace of its try that the guide shows
+    assertEquals(marked(EXAMPLE) + "\n}", blocks.get(0).strip());
   }
 
-  /** The lines of an example between its README markers. */
   static String marked(Path example) throws java.io.IOException {
-    List<String> lines = Files.readAllLines(example, StandardCharsets.UTF_8);
-    int begin = -1;
-    int end = -1;
-    for (int i = 0; i < lines.size(); i++) {
-      if (lines.get(i).strip().equals("// README begin")) {
-        begin = i;
-      } else if (lines.get(i).strip().equals("// README end")) {
-        end = i;
-      }
-    }
-    assertTrue(begin >= 0 && end > begin, "markers in " + example);
-    return dedent(lines.subList(begin + 1, end)).strip();
+    return Guide.marked(example);
   }
 
   @Test
   void theContextToolsBlockIsItsExampleAndRuns() throws Exception {
-    String readme = Files.readString(TestSidecar.REPO.resolve("README.md"), StandardCharsets.UTF_8);
-    Matcher block =
-        Pattern.compile("```java\n([\\s\\S]*?)```").matcher(readme.split("\n## Using it from ADK Java\n", 2)[1].split("\n## ", 2)[0]);
-    String found = "";
-    while (block.find() && found.isEmpty()) {
-      found = block.group(1).contains("new ContextEngineContextTools(") ? block.group(1).strip() : "";
-    }
+    String found = Guide.blocks(GUIDE, "java").stream().filter(b -> b.contains("new ContextEngineContextTools("))
+        .findFirst().orElse("").strip();
     assertEquals(marked(TOOLS_EXAMPLE), found);
 
     String app = TestSidecar.uniqueApp("j-tools-readme");

@@ -1,50 +1,42 @@
 package dev.contextengine.client
 
-import java.nio.file.Files
 import java.nio.file.Path
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 
 /**
- * The README's Kotlin section's blocks are examples/ReadmeExample.kt,
+ * The Kotlin guide's blocks (clients/kotlin/README.md) are examples/ReadmeExample.kt,
  * examples/ContextViewExample.kt ("contents since"), examples/Renderings.kt and
  * examples/ContextToolsExample.kt, and they run and print what they say (the renderings one in
  * RenderingsKtTest, against the fake providers).
  */
 class ReadmeKtTest {
+    private companion object {
+        const val GUIDE = "clients/kotlin/README.md"
+    }
+
     private val example: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ReadmeExample.kt")
     private val sinceExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextViewExample.kt")
     private val renderingsExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/Renderings.kt")
     private val toolsExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextToolsExample.kt")
 
-    private fun dedent(lines: List<String>): String {
-        val indent = lines.filter { it.isNotBlank() }.minOfOrNull { it.length - it.trimStart().length } ?: 0
-        return lines.joinToString("\n") { if (it.isBlank()) "" else it.substring(indent) }
-    }
-
-    /** The `index`-th ```kotlin block under ## Kotlin. */
+    /** The `index`-th ```kotlin block of the guide. */
     private fun block(index: Int): String {
-        val readme = Files.readString(Sidecar.REPO.resolve("README.md"))
-        val parts = readme.split("\n## Kotlin\n", limit = 2)
-        assertEquals(2, parts.size, "README.md has a ## Kotlin section")
-        val section = parts[1].split("\n## ", limit = 2)[0]
-        val blocks = Regex("```kotlin\n([\\s\\S]*?)```").findAll(section).toList()
-        assertTrue(blocks.size > index, "a ```kotlin block number ${index + 1} under ## Kotlin")
-        return blocks[index].groupValues[1].trim()
+        val blocks = Guide.blocks(GUIDE, "kotlin")
+        assertTrue(blocks.size > index, "a ```kotlin block number ${index + 1} in $GUIDE")
+        return blocks[index].trim()
     }
 
-    /** The lines of an example between its README markers. */
-    private fun marked(example: Path): String {
-        val lines = Files.readAllLines(example)
-        val begin = lines.indexOfFirst { it.trim() == "// README begin" }
-        val end = lines.indexOfFirst { it.trim() == "// README end" }
-        assertTrue(begin >= 0 && end > begin, "markers in $example")
-        return dedent(lines.subList(begin + 1, end)).trim()
-    }
+    private fun marked(example: Path): String = Guide.marked(example)
 
     /** What an example prints, run in a JVM of its own against the shared sidecar. */
     private fun run(mainClass: String): List<String> = ExampleRun.lines(mainClass, emptyMap())
+
+    @Test
+    fun theGuideHasItsFourBlocks() {
+        assertEquals(4, Guide.blocks(GUIDE, "kotlin").size)
+    }
 
     @Test
     fun theReadmeBlockIsTheExample() {
