@@ -38,7 +38,7 @@ JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 .PHONY: kotlin-build test-kotlin kotlin-example proto-baseline
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
-.PHONY: check-deploy lock
+.PHONY: check-deploy lock docs
 
 # --- set-up -----------------------------------------------------------------------------------
 
@@ -51,7 +51,7 @@ $(RUN_STAMP): $(PROJECTS) | $(BIN)/python
 	touch $@
 
 $(DEV_STAMP): $(PROJECTS) | $(BIN)/python
-	$(BIN)/pip install -q -e $(PY_CLIENT) -e $(PY_ADK) -e ".[test,dev]"
+	$(BIN)/pip install -q -e $(PY_CLIENT) -e $(PY_ADK) -e ".[test,dev,docs]"
 	touch $@ $(RUN_STAMP)
 
 install: $(RUN_STAMP)
@@ -86,7 +86,7 @@ run: $(RUN_STAMP)
 	$(BIN)/contextengine serve $(ARGS)
 
 ## Set up everything and run every check and test suite.
-test: $(DEV_STAMP) tools check-gen lint check-deploy pytest test-clients
+test: $(DEV_STAMP) tools check-gen lint check-deploy docs pytest test-clients
 
 # --- pieces -----------------------------------------------------------------------------------
 
@@ -290,6 +290,15 @@ adk-parity-generated: $(DEV_STAMP) ts-gen ts-adk-deps java-adk-build
 
 test-clients: adk-parity
 .PHONY: adk-parity adk-parity-generated
+
+# --- documentation ----------------------------------------------------------------------------
+
+# The documentation site (mkdocs.yml; the docs extra): docs/, the front page and the clients'
+# guides as they are, the API reference generated from proto/ (scripts/docs_hooks.py), into
+# build/site (git-ignored). --strict: a broken link or anchor, or a page left out of the
+# navigation, fails the build. NO_MKDOCS_2_WARNING silences Material's banner about MkDocs 2.
+docs: $(DEV_STAMP) ## Build the documentation site into build/site (mkdocs --strict)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # --- deployment -------------------------------------------------------------------------------
 
