@@ -28,6 +28,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 #: the fixtures that start (or need) the test run's PostgreSQL server (``tests.pg_server``)
 POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres_dsn"})
 TESTS = Path(__file__).resolve().parent
+#: Python 3.10, where google-adk 2.13 (the parity reference) does not install
+BELOW_GOOGLE_ADK: bool = sys.version_info < (3, 11)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -78,15 +80,15 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
     """On Python 3.10 the test modules that need google-adk are not collected: google-adk 2.13,
     the parity reference, needs Python 3.11 (``make test`` runs the core and store suites on 3.10
     without them; every suite runs on 3.11)."""
-    if sys.version_info >= (3, 11) or collection_path.suffix != ".py":
-        return None
-    return True if _needs_google_adk(collection_path) else None
+    if BELOW_GOOGLE_ADK and collection_path.suffix == ".py" and _needs_google_adk(collection_path):
+        return True
+    return None
 
 
 def pytest_report_header() -> str | None:
-    if sys.version_info >= (3, 11):
-        return None
-    return "Python 3.10: test modules that import google-adk (3.11 and later) are not collected"
+    if BELOW_GOOGLE_ADK:
+        return "Python 3.10: the test modules that import google-adk (3.11+) are not collected"
+    return None
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
