@@ -1,19 +1,21 @@
-# contextengine sidecar image. Multi-stage: wheels are built in the first stage; the runtime
-# stage has the virtual environment and nothing else (no compilers, no sources).
+# contextengine sidecar image. Multi-stage: the environment is built in the first stage; the runtime
+# stage has the virtual environment and nothing else (no compilers, no sources, no uv).
 FROM python:3.11-slim-bookworm AS build
-ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
+  UV_PROJECT_ENVIRONMENT=/opt/venv UV_PYTHON_DOWNLOADS=never UV_NO_CACHE=1 UV_COMPILE_BYTECODE=1
+# uv at the version pyproject.toml requires ([tool.uv] required-version; the Makefile's too).
+RUN pip install uv==0.13.8
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
-COPY deploy/requirements.lock ./deploy/
+COPY pyproject.toml uv.lock README.md LICENSE ./
 COPY clients/python/pyproject.toml clients/python/README.md ./clients/python/
 COPY clients/python/contextengine ./clients/python/contextengine
+COPY clients/adk_python/pyproject.toml ./clients/adk_python/
 COPY server ./server
 COPY proto ./proto
-# Two distributions in one pip command: the client (contextengine.client and the generated
-# contextengine.v1, which the server imports) and the server, which depends on it; every other
-# package at the version the tests ran with (deploy/requirements.lock, `make lock`).
-RUN python -m venv /opt/venv \
-  && /opt/venv/bin/pip install --constraint deploy/requirements.lock ./clients/python .
+# The server and the client (contextengine.client and the generated contextengine.v1, which the
+# server imports), installed as wheels, and every other package at the version uv.lock names with
+# its hash: the versions the tests ran with (`make lock`). No extra: no test or dev tools.
+RUN uv sync --frozen --no-editable --python /usr/local/bin/python3.11
 
 FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH \

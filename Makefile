@@ -1,5 +1,8 @@
-# contextengine: the two commands a newcomer needs are `make run` and `make test`.
+# contextengine: the two commands a newcomer needs are `make run` and `make test`; `make check`
+# is the fast loop while working, and `make help` lists every target: each has a `## ` comment on
+# its line, which is what `make help` prints (tests/test_makefile.py checks that none lacks it).
 SHELL := /bin/bash
+.DEFAULT_GOAL := help
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,10 +12,25 @@ RUN_STAMP := $(VENV)/.stamp-run
 DEV_STAMP := $(VENV)/.stamp-dev
 # Three distributions: the client (clients/python: contextengine.client and the generated
 # contextengine.v1), the ADK drop-ins (clients/adk_python: contextengine.adk) and the server (the
-# root), installed together in one pip command.
+# root), installed together by uv from one lock, uv.lock (docs/dependencies.md).
 PY_CLIENT := clients/python
 PY_ADK := clients/adk_python
 PROJECTS := pyproject.toml $(PY_CLIENT)/pyproject.toml $(PY_ADK)/pyproject.toml
+# uv, at the version pyproject.toml requires, in its own environment under .tools (made once, from
+# PyPI). Its cache (~/.cache/uv) keeps every wheel it downloaded: a new environment, or the same
+# one made again, downloads nothing twice. No Python is ever downloaded: uv uses the ones given.
+UV_VERSION := 0.13.8
+UV := $(TOOLS)/uv
+export UV_PYTHON_DOWNLOADS := never
+# The oldest and the newest supported Python (pyenv's, as this machine has them; or on PATH):
+# `make test-pythons` runs the engine's core and store suites on each, in an environment of its
+# own from the same lock (.venv-py3.10, .venv-py3.13; not committed).
+PYENV_ROOT ?= $(HOME)/.pyenv
+PYTHON_OLDEST ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.10.*/bin/python3.10))),$(shell command -v python3.10))
+PYTHON_NEWEST ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*/bin/python3.13))),$(shell command -v python3.13))
+# What they run: the modules of these suites (on 3.10, those that do not need google-adk, which
+# needs 3.11: tests/conftest.py), the PostgreSQL cases on the server tests/pg_server.py starts.
+PYTHONS_SUITES ?= tests/core tests/store
 TS_DIR := clients/typescript
 TS_STAMP := $(TS_DIR)/node_modules/.stamp-ci
 # The ADK TypeScript drop-ins (@contextengine/adk) on the TypeScript client's sources.
@@ -38,30 +56,43 @@ JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 .PHONY: kotlin-build test-kotlin kotlin-example proto-baseline
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
-.PHONY: check-deploy lock docs
+.PHONY: check-deploy lock help check lint-py pytest-fast check-commits hooks test-pythons docs
+
+# --- help -------------------------------------------------------------------------------------
+
+help: ## List the targets, one line each (the default goal)
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) \
+	  | sed -E 's/^([a-zA-Z0-9_-]+):.*## (.*)$$/\1\t\2/' \
+	  | awk -F'\t' '{ printf "  %-22s %s\n", $$1, $$2 }'
 
 # --- set-up -----------------------------------------------------------------------------------
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+$(UV):
+	mkdir -p $(TOOLS)
+	$(PYTHON) -m venv $(CURDIR)/.tools/uv
+	$(CURDIR)/.tools/uv/bin/pip install -q uv==$(UV_VERSION)
+	ln -sf $(CURDIR)/.tools/uv/bin/uv $@
 
-$(RUN_STAMP): $(PROJECTS) | $(BIN)/python
-	$(BIN)/pip install -q -e $(PY_CLIENT) -e $(PY_ADK) -e .
+# `uv sync --frozen` installs what uv.lock says, and nothing else (it never resolves: a lock that
+# no longer matches the pyproject files fails `uv lock --check` in `make check-deploy`; `make
+# lock`). The server, the client and the ADK drop-ins are installed editable. The run
+# environment adds what it lacks and removes nothing (--inexact): a development one stays one.
+$(RUN_STAMP): $(PROJECTS) uv.lock | $(UV)
+	$(UV) sync --frozen --inexact --python $(PYTHON) --quiet
 	touch $@
 
-$(DEV_STAMP): $(PROJECTS) | $(BIN)/python
-	$(BIN)/pip install -q -e $(PY_CLIENT) -e $(PY_ADK) -e ".[test,dev,docs]"
+$(DEV_STAMP): $(PROJECTS) uv.lock | $(UV)
+	$(UV) sync --frozen --all-extras --python $(PYTHON) --quiet
 	touch $@ $(RUN_STAMP)
 
-install: $(RUN_STAMP)
-install-dev: $(DEV_STAMP)
+install: $(RUN_STAMP) ## The server's environment (.venv) from uv.lock, for `make run`
+install-dev: $(DEV_STAMP) ## The development environment (.venv): every extra, from uv.lock
 
 $(TOOLS)/grpcurl:
 	mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS) GOFLAGS=-mod=mod go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 
-tools: $(TOOLS)/grpcurl
+tools: $(TOOLS)/grpcurl ## grpcurl (go install, into .tools/bin)
 
 # The TypeScript client's dependencies, exactly as locked (cached in clients/typescript/node_modules,
 # which is gitignored; refreshed when package.json or the lock changes).
@@ -69,7 +100,7 @@ $(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 	cd $(TS_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-ts-deps: $(TS_STAMP)
+ts-deps: $(TS_STAMP) ## The TypeScript client's npm dependencies, as locked
 
 # The ADK TypeScript drop-ins' dependencies (@google/adk 2.0.0 and what it pulls), exactly as
 # locked (cached in clients/typescript-adk/node_modules); they build on the TypeScript client's.
@@ -77,27 +108,69 @@ $(TS_ADK_STAMP): $(TS_ADK_DIR)/package.json $(TS_ADK_DIR)/package-lock.json | $(
 	cd $(TS_ADK_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-ts-adk-deps: $(TS_ADK_STAMP)
+ts-adk-deps: $(TS_ADK_STAMP) ## The ADK TypeScript drop-ins' npm dependencies, as locked
 
 # --- the two commands -------------------------------------------------------------------------
 
-## Start the sidecar on its defaults: ./contextengine.db, 127.0.0.1:50151.
-run: $(RUN_STAMP)
+run: $(RUN_STAMP) ## Start the sidecar on its defaults: ./contextengine.db, 127.0.0.1:50151
 	$(BIN)/contextengine serve $(ARGS)
 
-## Set up everything and run every check and test suite.
-test: $(DEV_STAMP) tools check-gen lint check-deploy docs pytest test-clients
+# The one full gate, which CI runs (.ci/run): every check, every suite, every client, and the core
+# and store suites on the oldest and the newest supported Python.
+test: $(DEV_STAMP) tools check-gen lint check-deploy docs pytest test-pythons test-clients ## Set up everything; run every check and test suite (CI's gate)
+
+# The fast loop (issue #35): commit subjects, ruff, mypy and the Python tests that need no
+# PostgreSQL and no browser (pytest starts no JVM and no Node: the clients' suites are
+# test-clients'), without those marked slow (process kills, many clients) or parity (the
+# differential suites against google-adk): about 2,400 of the 3,100 tests, on both cores
+# (pytest-xdist) beside lint and types; the wall time at the end. `make test` runs them all.
+CHECK_MARKERS ?= not postgres and not browser and not slow and not parity
+check: $(DEV_STAMP) ## The fast loop: commit subjects, ruff, mypy, most Python tests (not PostgreSQL/browser/slow/parity)
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory -j2 --output-sync=target check-commits lint-py pytest-fast; \
+	status=$$?; \
+	echo "make check: $$(( $$(date +%s) - start )) s wall time$$([ $$status = 0 ] || echo ', FAILED')"; \
+	exit $$status
+
+lint-py: $(DEV_STAMP) ## Ruff (lint and format check) and mypy --strict: `make lint` without buf
+	$(BIN)/ruff check $(RUFF_PATHS)
+	$(BIN)/ruff format --check $(RUFF_PATHS)
+	$(MYPY_ALL)
+
+pytest-fast: $(DEV_STAMP) ## make check's tests: not PostgreSQL, browser, slow or parity; two workers
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
+
+# scripts/check_commits.py: the commits since origin/main's merge base (or main's), never those
+# before scripts/commit-baseline (where the rule began); a shallow clone checks what it has.
+check-commits: ## Commit subjects on this branch: at most 72 characters (detail in the body)
+	$(PYTHON) scripts/check_commits.py
+
+hooks: ## Install the commit-msg hook that checks each new commit's subject
+	ln -sf "$(CURDIR)/scripts/commit-msg" "$$(git rev-parse --git-path hooks)/commit-msg"
+
+# The oldest and the newest supported Python, each in its environment from uv.lock (the test extra:
+# on 3.10 without google-adk, which needs 3.11), running $(PYTHONS_SUITES).
+.venv-py%/.stamp-test: $(PROJECTS) uv.lock | $(UV)
+	@test -n "$(PYTHON_$(if $(filter 3.10,$*),OLDEST,NEWEST))" \
+	  || { echo "no Python $* (pyenv install $*, or PYTHON_OLDEST/PYTHON_NEWEST=...)" >&2; exit 1; }
+	UV_PROJECT_ENVIRONMENT=.venv-py$* $(UV) sync --frozen --extra test \
+	  --python $(PYTHON_$(if $(filter 3.10,$*),OLDEST,NEWEST)) --quiet
+	touch $@
+
+test-pythons: .venv-py3.10/.stamp-test .venv-py3.13/.stamp-test postgres-server ## The core and store suites on Python 3.10 and 3.13 (part of `make test`)
+	.venv-py3.10/bin/pytest -q -p no:cacheprovider $(PYTHONS_SUITES)
+	.venv-py3.13/bin/pytest -q -p no:cacheprovider $(PYTHONS_SUITES)
 
 # --- pieces -----------------------------------------------------------------------------------
 
-gen: $(DEV_STAMP)
+gen: $(DEV_STAMP) ## Regenerate the Python code from proto/ (committed)
 	PYTHON=$(BIN)/python scripts/gen_proto.sh
 
-check-gen: $(DEV_STAMP)
+check-gen: $(DEV_STAMP) ## Fail when the committed generated Python is stale
 	PYTHON=$(BIN)/python scripts/check_gen.sh
 
-## At a release: the API `buf breaking` compares with from then on (proto/baseline.json).
-proto-baseline: $(DEV_STAMP)
+# At a release: the API `buf breaking` compares with from then on (proto/baseline.json).
+proto-baseline: $(DEV_STAMP) ## At a release: the API that buf breaking compares with from then on
 	$(BIN)/buf build --exclude-source-info -o proto/baseline.json
 
 # `buf breaking` compares proto/ with the released API, proto/baseline.json (a buf image of
@@ -107,56 +180,62 @@ proto-baseline: $(DEV_STAMP)
 # compares with something else (e.g. '.git#branch=main').
 BUF_AGAINST ?= proto/baseline.json
 
-lint: $(DEV_STAMP)
+RUFF_PATHS := server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
+# mypy --strict: the engine and the client at Python 3.10, the floor (pyproject.toml), with the
+# programs that run on the client alone; what needs google-adk (the drop-ins, the tests, the
+# benchmarks, the parity drivers, the examples) at 3.11, google-adk 2.13's floor.
+MYPY_ALL = $(BIN)/mypy \
+	&& $(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py \
+	  $(PY_CLIENT)/conformance/runner.py scripts/with_server.py scripts/check_commits.py \
+	&& $(BIN)/mypy --python-version 3.11 -p contextengine.adk -p tests -p bench \
+	&& $(BIN)/mypy --python-version 3.11 clients/conformance/adk/python_driver.py \
+	  clients/conformance/adk/compare.py clients/conformance/adk/generate.py \
+	  clients/conformance/adk/generated.py \
+	&& $(BIN)/mypy --python-version 3.11 examples/python \
+	&& $(BIN)/mypy --python-version 3.11 examples/adk_python
+
+lint: $(DEV_STAMP) ## buf lint and breaking, ruff (lint, format), mypy --strict
 	$(BIN)/buf lint
 	$(BIN)/buf breaking --against '$(BUF_AGAINST)'
-	$(BIN)/ruff check server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
-	$(BIN)/ruff format --check server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
-	$(BIN)/mypy
-	$(BIN)/mypy --python-version 3.10 -p contextengine.client
-	$(BIN)/mypy --python-version 3.10 -p contextengine.adk
-	$(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py
-	$(BIN)/mypy clients/conformance/python_runner.py $(PY_CLIENT)/conformance/runner.py scripts/with_server.py \
-	  clients/conformance/adk/python_driver.py clients/conformance/adk/compare.py \
-	  clients/conformance/adk/generate.py clients/conformance/adk/generated.py
-	$(BIN)/mypy examples/python
-	$(BIN)/mypy examples/adk_python
+	$(BIN)/ruff check $(RUFF_PATHS)
+	$(BIN)/ruff format --check $(RUFF_PATHS)
+	$(MYPY_ALL)
 
-fmt: $(DEV_STAMP)
-	$(BIN)/ruff check --fix server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
-	$(BIN)/ruff format server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
+fmt: $(DEV_STAMP) ## Apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix $(RUFF_PATHS)
+	$(BIN)/ruff format $(RUFF_PATHS)
 
-pytest: $(DEV_STAMP) tools postgres-server browser
+pytest: $(DEV_STAMP) tools postgres-server browser ## Every Python test (PostgreSQL and Chromium included)
 	PATH="$(TOOLS):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
 
 # The PostgreSQL server binaries the PostgreSQL suites run (tests/pg_server.py starts a server in a
 # temp dir per run): apt-get install postgresql-15 on a fresh machine when root, before pytest.
-postgres-server: $(DEV_STAMP)
+postgres-server: $(DEV_STAMP) ## PostgreSQL's server binaries for the tests (apt-get when root)
 	$(BIN)/python -m tests.pg_server
 
 # Debian's Chromium, which the inspector's browser tests drive with Playwright (tests/browser.py):
 # apt-get install chromium on a fresh machine when root, before pytest; a no-op when present.
 # Playwright's own browser download is never used (`playwright install` is never run).
-browser: $(DEV_STAMP)
+browser: $(DEV_STAMP) ## Debian's Chromium for the browser tests (apt-get when root)
 	$(BIN)/python -m tests.browser
 
 # The suites over the PostgreSQL store alone (also part of `make pytest`).
-test-postgres: $(DEV_STAMP) postgres-server
+test-postgres: $(DEV_STAMP) postgres-server ## The suites over the PostgreSQL store alone
 	$(BIN)/pytest -q -k postgres tests/store tests/memory tests/service
 
 # --- clients ----------------------------------------------------------------------------------
 
 ## TypeScript code generated from proto/ into clients/typescript/src/gen (gitignored), every build.
-ts-gen: $(TS_STAMP)
+ts-gen: $(TS_STAMP) ## TypeScript code generated from proto/ (gitignored)
 	cd $(TS_DIR) && npm run --silent gen
 
 ## Biome (lint + format) and the strict type check of the TypeScript client.
-ts-check: ts-gen
+ts-check: ts-gen ## Biome and the strict type check of the TypeScript client
 	cd $(TS_DIR) && node_modules/.bin/biome ci --error-on-warnings --colors=off .
 	cd $(TS_DIR) && node_modules/.bin/tsc -p tsconfig.json
 
 ## Biome (lint + format) and the strict type check of the ADK TypeScript drop-ins.
-ts-adk-check: ts-gen ts-adk-deps
+ts-adk-check: ts-gen ts-adk-deps ## Biome and the strict type check of the ADK TypeScript drop-ins
 	cd $(TS_ADK_DIR) && node_modules/.bin/biome ci --error-on-warnings --colors=off .
 	cd $(TS_ADK_DIR) && node_modules/.bin/tsc -p tsconfig.json
 
@@ -181,78 +260,78 @@ JAVA_ADK_DRIVER = cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contexteng
 
 ## The Java client: code generated from proto/, compiled with -Xlint:all -Werror, the jar in
 ## clients/java/target (tests compiled, not run: test-java and test-clients run them).
-java-build:
+java-build: ## The Java client's jar (-Xlint:all -Werror; tests compiled, not run)
 	$(MVNW) -DskipTests package
 
 ## The Java client's own tests (JUnit; they start the servers they need).
-test-java: $(DEV_STAMP) java-build
+test-java: $(DEV_STAMP) java-build ## The Java client's own tests
 	$(BIN)/python scripts/with_server.py $(JAVA_UNIT)
 
 ## The Java example agent loop against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
-java-example: java-build
+java-example: java-build ## The Java example agent loop against a running sidecar
 	cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.examples.AgentLoop $(ARGS)
 
 ## The Java jar and its test jar installed into ~/.m2 as they are (no second Java build), for
 ## the Kotlin client and the ADK Java drop-ins. install-file takes one file per run (its
 ## -Dfiles/-Dclassifiers are deploy-file's: install-file ignores them).
-java-install: java-build
+java-install: java-build ## The Java jar and its test jar installed into ~/.m2
 	$(MVNW) install:install-file -Dfile=$(JAVA_JAR).jar -DpomFile=pom.xml
 	$(MVNW) install:install-file -Dfile=$(JAVA_JAR)-tests.jar -DpomFile=pom.xml -Dclassifier=tests
 
 ## The Kotlin client (coroutines) on the installed Java jars: one kotlinc run with -Werror
 ## (tests compiled, not run).
-kotlin-build: java-install
+kotlin-build: java-install ## The Kotlin client's jar (-Werror; tests compiled, not run)
 	$(KOTLIN_MVNW) -DskipTests package
 
 ## The Kotlin client's own tests (JUnit; they start the servers they need).
-test-kotlin: $(DEV_STAMP) kotlin-build
+test-kotlin: $(DEV_STAMP) kotlin-build ## The Kotlin client's own tests
 	$(BIN)/python scripts/with_server.py $(KOTLIN_UNIT)
 
 ## The Kotlin example agent loop against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
-kotlin-example: kotlin-build
+kotlin-example: kotlin-build ## The Kotlin example agent loop against a running sidecar
 	cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.examples.kotlin.AgentLoop $(ARGS)
 
 ## The ADK Java drop-ins (clients/java-adk, google-adk 1.8.0 from Maven Central) on the Java jar
 ## installed into ~/.m2, compiled with -Xlint:all -Werror (tests compiled, not run).
-java-adk-build: java-install
+java-adk-build: java-install ## The ADK Java drop-ins' jar (google-adk 1.8.0; tests compiled, not run)
 	$(JAVA_ADK_MVNW) -DskipTests package
 
 ## The ADK Java drop-ins' tests (JUnit, against a real sidecar; the example runs in them too).
-test-java-adk: $(DEV_STAMP) java-adk-build
+test-java-adk: $(DEV_STAMP) java-adk-build ## The ADK Java drop-ins' tests, against a real sidecar
 	$(BIN)/python scripts/with_server.py $(JAVA_ADK_UNIT)
 
 ## The ADK Java example agent against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
-java-adk-example: java-adk-build
+java-adk-example: java-adk-build ## The ADK Java example agent against a running sidecar
 	cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.examples.TravelAgent $(ARGS)
 
 ## The ADK Java parity driver alone: make java-adk-driver ARGS="--target ... --out ..."
-java-adk-driver: java-adk-build
+java-adk-driver: java-adk-build ## The ADK Java parity driver alone (ARGS=...)
 	$(JAVA_ADK_DRIVER) $(ARGS)
 
 ## Per model call overhead of the ADK Java drop-ins vs ADK Java's in-memory service (not in `make test`).
-java-adk-bench: $(DEV_STAMP) java-adk-build
+java-adk-bench: $(DEV_STAMP) java-adk-build ## Per-call overhead of the ADK Java drop-ins (not in make test)
 	$(BIN)/python scripts/with_server.py 'cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.bench.Overhead $$CONTEXTENGINE_TARGET $(ARGS)'
 
 ## The TypeScript client's own tests (a real server is started for them).
-test-ts: $(DEV_STAMP) ts-gen
+test-ts: $(DEV_STAMP) ts-gen ## The TypeScript client's own tests
 	$(BIN)/python scripts/with_server.py $(TS_UNIT)
 
 ## The ADK TypeScript drop-ins' tests (a real server is started for them).
-test-ts-adk: $(DEV_STAMP) ts-gen ts-adk-deps
+test-ts-adk: $(DEV_STAMP) ts-gen ts-adk-deps ## The ADK TypeScript drop-ins' tests
 	$(BIN)/python scripts/with_server.py $(TS_ADK_UNIT)
 
 ## The ADK TypeScript example agent against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
-ts-adk-example: ts-gen ts-adk-deps
+ts-adk-example: ts-gen ts-adk-deps ## The ADK TypeScript example agent against a running sidecar
 	cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts $(ARGS)
 
 ## Every client's conformance runner against one real server (reports in build/conformance/).
-conformance: $(DEV_STAMP) ts-gen java-build kotlin-build
+conformance: $(DEV_STAMP) ts-gen java-build kotlin-build ## Every client's conformance runner against one server
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) \
 	  $(JAVA_CONFORMANCE) $(KOTLIN_CONFORMANCE)
 
 ## What `make test` runs for the clients: one server, every conformance runner, every client's
 ## unit tests; any failure fails the build.
-test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build java-adk-build
+test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build java-adk-build adk-parity ## Every client's conformance and unit tests, the ADK parity run
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
 	  $(TS_ADK_UNIT) $(TS_ADK_EXAMPLE) \
 	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT) $(JAVA_ADK_UNIT)
@@ -278,17 +357,16 @@ ADK_GENERATED_RUN = '$(CURDIR)/$(BIN)/python clients/conformance/adk/generated.p
 ## The cross-language ADK parity run: the scripted conversation and 6 generated ones through
 ## google-adk, ADK Java and ADK TypeScript on one sidecar (reports in build/adk-parity/ and
 ## build/adk-generated/); part of test-clients.
-adk-parity: $(DEV_STAMP) ts-gen ts-adk-deps java-adk-build
+adk-parity: $(DEV_STAMP) ts-gen ts-adk-deps java-adk-build ## The cross-language ADK parity run (part of test-clients)
 	rm -rf $(ADK_PARITY) && mkdir -p $(ADK_PARITY)
 	$(BIN)/python scripts/with_server.py $(ADK_PARITY_PYTHON) $(ADK_PARITY_JAVA) $(ADK_PARITY_TYPESCRIPT) \
 	  $(ADK_PARITY_COMPARE) $(ADK_GENERATED_RUN)' 1-6'
 
 ## As many generated conversations as asked through the three ports (not in `make test`):
 ## make adk-parity-generated SEEDS=1-300 (about a second a conversation on 2 cores).
-adk-parity-generated: $(DEV_STAMP) ts-gen ts-adk-deps java-adk-build
+adk-parity-generated: $(DEV_STAMP) ts-gen ts-adk-deps java-adk-build ## More generated conversations through the three ports (SEEDS=1-300)
 	$(BIN)/python scripts/with_server.py $(ADK_GENERATED_RUN)' $(SEEDS)'
 
-test-clients: adk-parity
 .PHONY: adk-parity adk-parity-generated
 
 # --- documentation ----------------------------------------------------------------------------
@@ -304,24 +382,23 @@ docs: $(DEV_STAMP) ## Build the documentation site into build/site (mkdocs --str
 
 ## The deployment files: the Kubernetes manifests (deploy/kubernetes/**.yaml) against the
 ## Kubernetes $(KUBERNETES_VERSION) JSON schemas, strictly (kubernetes-validate: the schemas are in
-## its wheel, offline), the Dockerfile linted (hadolint), deploy/requirements.lock up to date.
+## its wheel, offline), the Dockerfile linted (hadolint), uv.lock up to date with the pyproject
+## files (the lock the image installs from).
 KUBERNETES_VERSION := 1.33.0
-check-deploy: $(DEV_STAMP)
+check-deploy: $(DEV_STAMP) ## Kubernetes manifests, Dockerfile lint, uv.lock up to date
 	$(BIN)/kubernetes-validate --strict --quiet -k $(KUBERNETES_VERSION) \
 	  $$(find deploy/kubernetes -name '*.yaml' ! -name 'kustomization.yaml' | sort)
 	$(BIN)/hadolint Dockerfile
-	$(BIN)/ruff check deploy
-	$(BIN)/ruff format --check deploy
-	$(BIN)/mypy deploy/lock.py
-	$(BIN)/python deploy/lock.py --check
+	$(UV) lock --check --quiet
 
-## Rewrite deploy/requirements.lock (the image's pinned runtime dependencies) from the venv.
-lock: $(DEV_STAMP)
-	$(BIN)/python deploy/lock.py
+## Resolve uv.lock again after a pyproject change (versions already locked are kept when they
+## still fit; `make lock ARGS=--upgrade` moves everything to the newest that fits).
+lock: | $(UV) ## Resolve uv.lock again (after a change to a pyproject.toml)
+	$(UV) lock $(ARGS)
 
 ## Benchmarks (not part of `make test`): this engine against google-adk on the same machine.
-bench: $(DEV_STAMP)
+bench: $(DEV_STAMP) ## Benchmarks against google-adk (not part of make test)
 	$(BIN)/python -m bench $(ARGS)
 
-clean:
-	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_ADK_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target $(KOTLIN_DIR)/target $(JAVA_ADK_DIR)/target
+clean: ## Remove every environment, cache and build output
+	rm -rf $(VENV) .venv-py3.10 .venv-py3.13 .tools .pytest_cache .mypy_cache .ruff_cache build $(TS_DIR)/node_modules $(TS_ADK_DIR)/node_modules $(TS_DIR)/src/gen $(TS_DIR)/dist $(JAVA_DIR)/target $(KOTLIN_DIR)/target $(JAVA_ADK_DIR)/target

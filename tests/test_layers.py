@@ -60,9 +60,10 @@ _BELOW_ENGINE = ("compaction", "memory", "prompt_cache", "subscriptions", "runti
 #: The layers, bottom first (``docs/adr/0009-engine-layering.md`` has the same table).
 LAYERS = (
     Layer("v1", (f"{PACKAGE}.v1",), ()),
-    # the server distribution's top level: its version (``contextengine`` is a namespace package
-    # shared with the client distribution; an ``__init__`` would belong here too)
-    Layer("root", (), (), modules=(PACKAGE, f"{PACKAGE}.version")),
+    # the server distribution's top level: its version and what Python 3.10 lacks (``_compat``);
+    # ``contextengine`` is a namespace package shared with the client distribution (an
+    # ``__init__`` would belong here too)
+    Layer("root", (), (), modules=(PACKAGE, f"{PACKAGE}.version", f"{PACKAGE}._compat")),
     Layer("core", (f"{PACKAGE}.core",), ()),
     Layer("core.context", (f"{PACKAGE}.core.context",), ("core",)),
     Layer("core.compaction", (f"{PACKAGE}.core.compaction",), ("core", "core.context")),
@@ -76,17 +77,21 @@ LAYERS = (
         (f"{PACKAGE}.core.context_tools",),
         ("core", "core.context", "core.compaction"),
     ),
-    Layer("store", (f"{PACKAGE}.store",), CORE),
+    Layer("store", (f"{PACKAGE}.store",), ("root", *CORE)),
     Layer("runtime", (f"{PACKAGE}.runtime",), ("store", *CORE)),
-    Layer("compaction", (f"{PACKAGE}.compaction",), ("runtime", "store", *CORE)),
+    Layer("compaction", (f"{PACKAGE}.compaction",), ("root", "runtime", "store", *CORE)),
     Layer("memory", (f"{PACKAGE}.memory",), ("runtime", "store", *CORE)),
-    Layer("subscriptions", (f"{PACKAGE}.subscriptions",), ("runtime", "store", *CORE)),
+    Layer("subscriptions", (f"{PACKAGE}.subscriptions",), ("root", "runtime", "store", *CORE)),
     # prompt_cache.compaction_policy implements compaction's policy protocol
-    Layer("prompt_cache", (f"{PACKAGE}.prompt_cache",), ("compaction", "runtime", "store", *CORE)),
+    Layer(
+        "prompt_cache",
+        (f"{PACKAGE}.prompt_cache",),
+        ("root", "compaction", "runtime", "store", *CORE),
+    ),
     Layer("engine", (f"{PACKAGE}.engine",), _BELOW_ENGINE),
     # the transport's edge: tokens, the per-RPC authorization table, TLS, bind policy (core's
     # errors only; nothing of the engine)
-    Layer("auth", (f"{PACKAGE}.auth",), ("core",)),
+    Layer("auth", (f"{PACKAGE}.auth",), ("root", "core")),
     # thin servicers: the engine, and core's errors (nothing of the engine's parts); the handler
     # wrapper runs auth's check
     Layer("service", (f"{PACKAGE}.service",), ("auth", "engine", "core")),
@@ -512,6 +517,7 @@ PLANTED = [
     ("contextengine.adk.fake", "from contextengine.engine import Engine\n", "layer", "engine"),
     ("contextengine.adk.fake", "from contextengine.store import MemoryStore\n", "layer", "store"),
     ("contextengine.stray", "import json\n", "unassigned", "no layer"),
+    ("contextengine.core.fake", "from contextengine._compat import timeout\n", "core", "root"),
 ]
 
 
@@ -548,7 +554,9 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
             "from contextengine.core.context import apply_rewinds\n",
         ),
         _fake("contextengine.store.sqlite", "from contextengine.store import _secrets\n"),
-        _fake("contextengine.store._secrets", "import sqlite3\n"),
+        _fake(
+            "contextengine.store._secrets", "import sqlite3\nfrom contextengine._compat import x\n"
+        ),
         _fake("contextengine.prompt_cache.policy", "from contextengine.compaction import x\n"),
         _fake("contextengine.service.s", "import grpc\nfrom contextengine.engine import Engine\n"),
         _fake("contextengine.client", "import grpc\nfrom . import _retry\n", is_package=True),

@@ -24,7 +24,6 @@ import difflib
 import functools
 import os
 import re
-import tomllib
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any, Literal
 import annotated_types
 from pydantic import TypeAdapter, ValidationError
 
+from contextengine._compat import tomllib
 from contextengine.core.setting import SETTING_KEY, SettingInfo
 from contextengine.server import ServerSettings
 

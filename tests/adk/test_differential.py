@@ -36,6 +36,8 @@ from tests.faults.sidecar import running_sidecar
 from .differential import Engine, Outcome, normalized, quiet_adk, run_dropins, run_reference
 from .scripted import Turn, fixed_script, turns
 
+pytestmark = pytest.mark.parity  # against google-adk 2.13 (make check leaves it out)
+
 
 def _sliding_window() -> EventsCompactionConfig:
     with quiet_adk():

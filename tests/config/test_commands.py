@@ -5,12 +5,12 @@ effective configuration (TOML that loads back) with each value's source and secr
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from contextengine import cli, config
+from contextengine._compat import tomllib
 from contextengine.server import ServerSettings
 
 

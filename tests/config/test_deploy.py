@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 import yaml
 
 from contextengine import config
+from contextengine._compat import tomllib
 from contextengine.auth import hash_token, load_token_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,7 +143,11 @@ def test_the_image_keeps_the_api_on_loopback_and_runs_as_a_user() -> None:
     assert "USER 10001:10001" in lines
     assert "EXPOSE 50152" in lines
     assert "0.0.0.0:50151" not in dockerfile
-    assert "--constraint deploy/requirements.lock" in dockerfile
+    # the environment from the one lock, hashes checked, without the test and dev extras
+    assert "RUN uv sync --frozen --no-editable --python /usr/local/bin/python3.11" in lines
+    assert "COPY pyproject.toml uv.lock README.md LICENSE ./" in lines
+    assert "--extra" not in dockerfile
+    assert "--all-extras" not in dockerfile
     image_config = ROOT / "deploy" / "docker" / "contextengine.toml"
     assert f"CONTEXTENGINE_CONFIG=/etc/contextengine/{image_config.name}" in dockerfile
     settings = config.load({}, environ={}, config_file=image_config).settings
@@ -153,11 +157,23 @@ def test_the_image_keeps_the_api_on_loopback_and_runs_as_a_user() -> None:
 
 
 def test_the_lock_is_current() -> None:
+    """uv.lock holds what the pyproject files ask for (offline: nothing is resolved anew)."""
+    uv = ROOT / ".tools" / "bin" / "uv"
+    if not uv.exists():
+        pytest.fail("uv is not installed: make install-dev")
     done = subprocess.run(
-        [sys.executable, str(ROOT / "deploy" / "lock.py"), "--check"],
+        [str(uv), "lock", "--check", "--offline"],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_dockerfile_installs_the_uv_the_project_requires() -> None:
+    required = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]
+    assert required["required-version"] == "==0.13.8"
+    assert "RUN pip install uv==0.13.8" in (ROOT / "Dockerfile").read_text()
+    assert "UV_VERSION := 0.13.8" in (ROOT / "Makefile").read_text().splitlines()

@@ -36,7 +36,7 @@ ADK = ROOT / "clients" / "conformance" / "adk"
 CONVERSATION = ADK / "conversation.json"
 USER, SESSION = "parity-user", "parity-session"
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.parity]
 
 
 def _load(name: str) -> ModuleType:

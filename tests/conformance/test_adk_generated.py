@@ -22,7 +22,7 @@ from tests.faults.sidecar import Sidecar, running_sidecar
 ADK = Path(__file__).resolve().parents[2] / "clients" / "conformance" / "adk"
 SEEDS = range(1, 41)
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.parity]
 
 
 def _load(name: str) -> ModuleType:

@@ -187,6 +187,7 @@ async def test_commit_listeners_hear_local_commits_in_position_order(postgres_ds
         await store.close()
 
 
+@pytest.mark.postgres  # a server of its own (private_server), not the fixture's
 async def test_storage_health_follows_the_server() -> None:
     """The server stopped: calls fail with STORAGE_UNAVAILABLE, the listeners hear of it; the
     server back: the store recovers by itself (a probe), and acknowledged events are there."""

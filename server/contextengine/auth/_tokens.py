@@ -25,13 +25,14 @@ import json
 import logging
 import re
 import time
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from contextengine._compat import tomllib
 
 _LOG = logging.getLogger("contextengine.auth")
 

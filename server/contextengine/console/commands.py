@@ -476,7 +476,8 @@ def events_tail(
         except asyncio.CancelledError:
             if not stopped:
                 raise
-            task.uncancel()
+            if sys.version_info >= (3, 11):  # Python 3.10 counts no cancellations to undo
+                task.uncancel()
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)

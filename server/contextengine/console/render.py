@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
@@ -74,7 +74,7 @@ def when(timestamp: float) -> str:
     (``2026-05-12T10:20:00.000Z``; '-' for none)."""
     if not timestamp:
         return "-"
-    moment = datetime.fromtimestamp(timestamp, tz=UTC)
+    moment = datetime.fromtimestamp(timestamp, tz=timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from contextengine.core.errors import invalid
 from contextengine.memory.documents import joined_text
@@ -54,7 +54,7 @@ def format_timestamp(timestamp: float, time_format: config_pb2.PreloadTimeFormat
     try:
         if time_format == config_pb2.PRELOAD_TIME_FORMAT_LOCAL:
             return datetime.fromtimestamp(timestamp).isoformat()
-        return datetime.fromtimestamp(timestamp, tz=UTC).isoformat()
+        return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat()
     except (OverflowError, ValueError, OSError):
         return f"{timestamp!r} seconds since the Unix epoch"
 

@@ -30,6 +30,8 @@ import h11
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
+from contextengine._compat import timeout
+
 __all__ = [
     "Handler",
     "HttpRequest",
@@ -156,7 +158,7 @@ class OpsServer:
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD_BYTES)
         event: object = h11.NEED_DATA
-        async with asyncio.timeout(_READ_TIMEOUT):
+        async with timeout(_READ_TIMEOUT):
             while event is h11.NEED_DATA:
                 event = conn.next_event()
                 if event is h11.NEED_DATA:

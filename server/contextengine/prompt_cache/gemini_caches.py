@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
 
+from contextengine._compat import timeout
 from contextengine.compaction.summarizers.gemini import GeminiSettings
 from contextengine.core.prompt_cache import Action, Decision
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
@@ -137,7 +138,7 @@ class GeminiCaches:
         client = self._genai_client()
         try:
             with self._telemetry.span("gemini.caches.create", {"gemini.model": model}):
-                async with asyncio.timeout(self.timeout_seconds):
+                async with timeout(self.timeout_seconds):
                     cached = await client.aio.caches.create(model=model, config=config)
         except asyncio.CancelledError:
             raise
@@ -153,7 +154,7 @@ class GeminiCaches:
         try:
             client = self._genai_client()
             with self._telemetry.span("gemini.caches.delete"):
-                async with asyncio.timeout(self.timeout_seconds):
+                async with timeout(self.timeout_seconds):
                     await client.aio.caches.delete(name=name)
         except asyncio.CancelledError:
             raise

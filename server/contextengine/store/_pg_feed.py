@@ -49,6 +49,7 @@ from typing import TypeVar
 
 import asyncpg
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.store._base import (
     Change,
@@ -265,7 +266,7 @@ class ChangeFeed:
                 self._reader = await asyncpg.connect(
                     self._dsn, timeout=self._connect_timeout, server_settings=self._settings
                 )
-            async with asyncio.timeout(self._answer_seconds):
+            async with timeout(self._answer_seconds):
                 return await query(self._reader)
         except Exception as error:
             problem = storage_error(error)
@@ -342,7 +343,7 @@ class ChangeFeed:
         """Reads when woken, and at least every ``_pause()``."""
         while not self._closed:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._pause()):
+                async with timeout(self._pause()):
                     await self._wake.wait()
             since = time.monotonic() - self._last_read
             if since < self._min_interval:

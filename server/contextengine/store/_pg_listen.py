@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from contextengine._compat import timeout
 from contextengine.store._base import SessionKey
 from contextengine.store._pg_dsn import mask_dsn
 from contextengine.store._pg_ops import CHANNEL
@@ -132,7 +133,7 @@ class Listener:
         self.listening = False
         if conn is not None and not conn.is_closed():
             try:
-                async with asyncio.timeout(self._connect_timeout):
+                async with timeout(self._connect_timeout):
                     await conn.close()
             except Exception:  # closing a broken connection
                 conn.terminate()
@@ -142,7 +143,7 @@ class Listener:
         if conn is None or conn.is_closed():
             return False
         try:
-            async with asyncio.timeout(self._connect_timeout):
+            async with timeout(self._connect_timeout):
                 await conn.fetchval("SELECT 1")
         except Exception:  # any failure means the connection is gone
             return False
@@ -155,7 +156,7 @@ class Listener:
         while not self._closed:
             if self.listening:
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self._check_seconds):
+                    async with timeout(self._check_seconds):
                         await self._lost.wait()
                 if not self._lost.is_set() and await self._alive():
                     continue

@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.store._base import SessionKey
 from contextengine.store._pg_errors import storage_error
@@ -91,7 +92,7 @@ class CompactionLocks:
         pool, self._pool = self._pool, None
         if pool is not None:
             try:
-                async with asyncio.timeout(self._connect_timeout):
+                async with timeout(self._connect_timeout):
                     await pool.close()
             except Exception:  # the server is gone: drop the connections
                 pool.terminate()

@@ -22,6 +22,7 @@ import logging
 
 import asyncpg
 
+from contextengine._compat import timeout
 from contextengine.store._pg_listen import ended
 from contextengine.store._pg_ops import CHANNEL
 
@@ -70,7 +71,7 @@ class Waker:
                     self._conn = await asyncpg.connect(
                         self._dsn, timeout=self._connect_timeout, server_settings=self._settings
                     )
-                async with asyncio.timeout(self._connect_timeout):
+                async with timeout(self._connect_timeout):
                     await self._conn.execute("SELECT pg_notify($1, $2)", CHANNEL, self._payload)
                 self.sent += 1
             except asyncio.CancelledError:
@@ -94,7 +95,7 @@ class Waker:
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
-                async with asyncio.timeout(self._connect_timeout):
+                async with timeout(self._connect_timeout):
                     await conn.close()
             except Exception:  # a broken connection: drop it
                 conn.terminate()

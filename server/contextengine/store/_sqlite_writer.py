@@ -49,6 +49,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.store._base import Change, SessionKey
 from contextengine.store._sqlite_conn import direct, run
@@ -432,7 +433,7 @@ class BatchWriter:
             return
         wait = max(self._next_probe - time.monotonic(), 0.0)
         try:
-            async with asyncio.timeout(wait):
+            async with timeout(wait):
                 await self._wakeup.wait()
         except TimeoutError:
             pass

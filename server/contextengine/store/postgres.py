@@ -42,6 +42,7 @@ from typing import Any, Literal, TypeVar
 
 import asyncpg
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.store import _pg_measures as measures_table, _pg_ops as ops, _pg_reads as reads
@@ -233,7 +234,7 @@ class PostgresStore:
                 await probe
         if pool is not None:
             try:
-                async with asyncio.timeout(self._connect_timeout):
+                async with timeout(self._connect_timeout):
                     await pool.close()
             except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
                 pool.terminate()
@@ -363,7 +364,7 @@ class PostgresStore:
             if pool is None:
                 raise _not_open(self._closed)
             try:
-                async with asyncio.timeout(self._pool_timeout):
+                async with timeout(self._pool_timeout):
                     await self._slots.acquire()
             except TimeoutError:
                 raise self._busy(

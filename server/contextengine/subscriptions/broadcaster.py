@@ -38,6 +38,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.store import Change, EventStore, LoggedEvent, SessionKey
 from contextengine.subscriptions.pacing import LivePacer
@@ -564,7 +565,7 @@ class Broadcaster:
             self._unlisten()
             self._unlisten = None
         try:
-            async with asyncio.timeout(grace_seconds):
+            async with timeout(grace_seconds):
                 await self._idle.wait()
         except TimeoutError:
             pass

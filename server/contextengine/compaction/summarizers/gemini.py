@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from google.protobuf import json_format
 
+from contextengine._compat import timeout
 from contextengine.compaction.summarizers.summarizer import (
     DEFAULT_PROMPT_TEMPLATE,
     SummarizerError,
@@ -171,7 +172,7 @@ class GeminiSummarizer:
         contents = [types.Content(role="user", parts=[types.Part(text=prompt)])]
         for attempt in range(1, self.max_attempts + 1):
             try:
-                async with asyncio.timeout(self.timeout_seconds):
+                async with timeout(self.timeout_seconds):
                     response = await client.aio.models.generate_content(
                         model=self.model, contents=contents
                     )
