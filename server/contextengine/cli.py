@@ -91,18 +91,49 @@ _CONSOLE_CONFIG_COMMANDS = {
 }
 _CONSOLE_EPILOG = (
     "The operator commands take --target (env CONTEXTENGINE_TARGET), --token / --token-file "
-    "(env CONTEXTENGINE_TOKEN / CONTEXTENGINE_TOKEN_FILE) and TLS options; `contextengine "
-    "COMMAND --help` has each one's."
+    "(env CONTEXTENGINE_TOKEN / CONTEXTENGINE_TOKEN_FILE) and TLS options, before or after the "
+    "command; `contextengine COMMAND --help` has each one's."
 )
+#: the console's connection options (contextengine.console.commands), which may also come before
+#: the command: those that take a value, and the flags
+_CONNECTION_VALUED = frozenset(
+    {
+        "--target",
+        "--token",
+        "--token-file",
+        "--ca-file",
+        "--cert-file",
+        "--key-file",
+        "--server-name",
+        "--timeout",
+    }
+)
+_CONNECTION_FLAGS = frozenset({"--tls"})
+
+
+def _command_words(argv: Sequence[str]) -> list[str]:
+    """``argv`` without the connection options in front of the command."""
+    words = list(argv)
+    while words:
+        name = words[0].split("=", 1)[0]
+        if name in _CONNECTION_FLAGS or (name in _CONNECTION_VALUED and "=" in words[0]):
+            words = words[1:]
+        elif name in _CONNECTION_VALUED:
+            words = words[2:]
+        else:
+            break
+    return words
 
 
 def _console_argv(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` is one of the console's commands (handed to contextengine.console)."""
-    if not argv:
+    """Whether ``argv`` is one of the console's commands (handed to contextengine.console),
+    with or without connection options in front of it."""
+    words = _command_words(argv)
+    if not words:
         return False
-    if argv[0] in _CONSOLE_COMMANDS:
+    if words[0] in _CONSOLE_COMMANDS:
         return True
-    return argv[0] == "config" and len(argv) > 1 and argv[1] in _CONSOLE_CONFIG_COMMANDS
+    return words[0] == "config" and len(words) > 1 and words[1] in _CONSOLE_CONFIG_COMMANDS
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -325,3 +325,26 @@ def test_sessions_delete_asks_first(
     assert run.status == 1
     assert "aborted" in run.err
     assert _ok("sessions", "show", APP, USER, PLAIN, "--json", "--target", console_sidecar.target)
+
+
+def test_connection_options_before_the_command(
+    console_sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``contextengine --target HOST sessions list`` works as the flag after the command does;
+    the command's own flag wins over the one before it, and the one before it over the
+    environment."""
+    after = _ok("sessions", "list", APP, USER, "--json", "--target", console_sidecar.target)
+    assert _ok("--target", console_sidecar.target, "sessions", "list", APP, USER, "--json") == after
+    assert (
+        _ok(f"--target={console_sidecar.target}", "sessions", "list", APP, USER, "--json") == after
+    )
+    nowhere = f"127.0.0.1:{free_port()}"
+    monkeypatch.setenv("CONTEXTENGINE_TARGET", nowhere)
+    assert _ok("--target", console_sidecar.target, "sessions", "list", APP, USER, "--json") == after
+    argv = ("--timeout", "2", "--target", nowhere, "sessions", "list", APP, USER, "--json")
+    assert _ok(*argv, "--target", console_sidecar.target) == after
+    refused = cli("--timeout", "2", "--target", nowhere, "sessions", "list", APP, USER)
+    assert refused.status == 1
+    assert nowhere in refused.err
+    config = _ok("--target", console_sidecar.target, "config", "get", APP)
+    assert "app_name" in config

@@ -178,10 +178,9 @@ def _connection(options: dict[str, Any]) -> Connection:
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
-def _connection_options(fn: F) -> F:
-    """The sidecar's address, token and TLS options; the command receives a ``Connection``
-    as ``conn``."""
-    options = [
+def _connection_option_list() -> list[Callable[[Any], Any]]:
+    """The sidecar's address, token and TLS options, as click decorators."""
+    return [
         click.option(
             "--target",
             envvar=TARGET_ENV,
@@ -218,13 +217,52 @@ def _connection_options(fn: F) -> F:
         ),
     ]
 
+
+#: the parameter names of the connection options
+_CONNECTION_NAMES = (
+    "target",
+    "token",
+    "token_file",
+    "tls",
+    "ca_file",
+    "cert_file",
+    "key_file",
+    "server_name",
+    "timeout",
+)
+
+
+def _with_root_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The command's connection options, where those given before the command (``contextengine
+    --target HOST sessions list``) stand in for the ones the command's own line left out: the
+    command's line wins, then the line before the command, then the environment, then the
+    default."""
+    ctx = click.get_current_context()
+    root = ctx.find_root()
+    if root is ctx:
+        return kwargs
+    merged = dict(kwargs)
+    for name in _CONNECTION_NAMES:
+        given_before = root.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        given_here = ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        if given_before and not given_here:
+            merged[name] = root.params[name]
+    return merged
+
+
+def _connection_options(fn: F) -> F:
+    """The sidecar's address, token and TLS options, on the command (and, through the root
+    group, before it); the command receives a ``Connection`` as ``conn``."""
+
     @functools.wraps(fn)
     def wrapper(**kwargs: Any) -> Any:
-        conn = _connection(kwargs)
+        conn = _connection(_with_root_options(kwargs))
+        for name in _CONNECTION_NAMES:
+            kwargs.pop(name, None)
         return fn(conn=conn, **kwargs)
 
     decorated: Any = wrapper
-    for option in reversed(options):
+    for option in reversed(_connection_option_list()):
         decorated = option(decorated)
     return decorated  # type: ignore[no-any-return]
 
@@ -253,13 +291,22 @@ def _run(conn: Connection, work: Callable[[ContextEngineClient], Awaitable[T]]) 
 # The command tree ---------------------------------------------------------------------------
 
 
-@click.group(
+def _root(**_connection: Any) -> None:
+    """The connection options given before the command: each command reads them from the root
+    context (``_with_root_options``)."""
+
+
+for _option in reversed(_connection_option_list()):
+    _root = _option(_root)
+
+cli = click.group(
     name="contextengine",
     context_settings={"help_option_names": ["-h", "--help"]},
-    help="Look at a running sidecar's sessions, events, contexts, summaries and memories.",
-)
-def cli() -> None:
-    pass
+    help=(
+        "Look at a running sidecar's sessions, events, contexts, summaries and memories. The "
+        "connection options may come before the command or after it (after wins)."
+    ),
+)(_root)
 
 
 @cli.group(
