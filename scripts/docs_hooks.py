@@ -44,6 +44,7 @@ PUBLISHED = {
     "clients/conformance/README.md": "clients/conformance.md",
     "deploy/kubernetes/README.md": "operations/kubernetes.md",
     "CHANGELOG.md": "changelog.md",
+    "CONTRIBUTING.md": "contributing.md",
     **{
         str(p.relative_to(ROOT)): str(p.relative_to(ROOT))
         for p in sorted((ROOT / "bench" / "results").glob("*.png"))
