@@ -189,6 +189,12 @@ def start_fake_providers(port: int = 0, record_to: Path | None = None) -> Iterat
     recorded: list[Recorded] = []
 
     class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.1 with keep-alive, as the providers speak it. Under HTTP/1.0 the server closes
+        # each connection after its answer, and the JDK's HttpClient, which pools the
+        # connection anyway, now and then sent the next request on the closed one ("header
+        # parser received no bytes").
+        protocol_version = "HTTP/1.1"
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             try:
