@@ -51,10 +51,6 @@ def test_the_public_surface_is_explicit() -> None:
         "EngineSettings",
         "Stream",
         "open_engine",
-        # the model's rule for function-call ids (a rendering's provider when none is named),
-        # shared with the inspector's token plot
-        "model_of",
-        "preserve_function_call_ids",
     }
     for name in engine_module.__all__:
         assert getattr(engine_module, name) is not None

@@ -12,7 +12,7 @@ use it directly, with the same semantics and the same errors (:class:`ContextEng
 from __future__ import annotations
 
 from contextengine.core.errors import ContextEngineError
-from contextengine.engine._context import ContextResult, model_of, preserve_function_call_ids
+from contextengine.engine._context import ContextResult
 from contextengine.engine._engine import Engine
 from contextengine.engine._open import open_engine
 from contextengine.engine._settings import DEFAULT_DB, MEMORY_DB, EngineSettings
@@ -26,7 +26,5 @@ __all__ = [
     "Engine",
     "EngineSettings",
     "Stream",
-    "model_of",
     "open_engine",
-    "preserve_function_call_ids",
 ]

@@ -15,7 +15,7 @@ body after them plus the same remaining fields; any other ``since`` gets the ful
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from contextengine.compaction.compactor import Compactor, View as CompactionView
@@ -38,7 +38,7 @@ from contextengine.runtime.event_cache import SessionEventCache, SessionLog
 from contextengine.runtime.lru import BoundedLru
 from contextengine.runtime.resolver import ConfigResolver
 from contextengine.store import SessionKey
-from contextengine.v1 import content_pb2, context_service_pb2 as pb, memory_pb2
+from contextengine.v1 import content_pb2, context_service_pb2 as pb, event_pb2, memory_pb2
 
 __all__ = ["ContextBuilder", "ContextResult", "model_of", "preserve_function_call_ids"]
 
@@ -301,6 +301,36 @@ class ContextBuilder:
             other_agent_preamble=preamble,
             user_content=user_content,
         )
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter BuildContext's estimates use."""
+        return self._counter
+
+    async def token_series(
+        self,
+        request: pb.BuildContextRequest,
+        choose: Callable[[Sequence[event_pb2.Event]], Sequence[int]],
+    ) -> tuple[list[event_pb2.Event], list[tuple[int, int]]]:
+        """The session's events, and for each index ``choose`` picks from them (ascending) the
+        total tokens of ``request``'s context right after that event: the options and the
+        counter BuildContext uses, on one incremental view over the growing log (rebuilt only
+        where a summary or a rewind makes extending it wrong). Nothing is appended (no
+        compaction runs), and the view is not kept."""
+        check_session_address(request.app_name, request.user_id, request.session_id)
+        options = await self._options(request)
+        log = await self._events.log(
+            SessionKey(request.app_name, request.user_id, request.session_id)
+        )
+        events, items = list(log.events), list(log.items)
+        series: list[tuple[int, int]] = []
+        view: View | None = None
+        for index in choose(events):
+            view = materialize(
+                events[: index + 1], options, self._counter, view, items[: index + 1]
+            )
+            series.append((index, view.total_tokens))
+        return events, series
 
     async def build(self, request: pb.BuildContextRequest) -> ContextResult:
         """The context ``request`` asks for; raises ContextEngineError (INVALID_ARGUMENT,

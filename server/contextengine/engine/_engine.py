@@ -12,12 +12,13 @@ gets the same errors as a gRPC caller, as :class:`ContextEngineError` (reason, c
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from contextengine.compaction.compactor import Compactor
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
+from contextengine.core.tokens import TokenCounter
 from contextengine.engine._compaction import CompactionOps
 from contextengine.engine._context import ContextBuilder, ContextResult
 from contextengine.engine._context_tools import ContextToolOps
@@ -37,6 +38,7 @@ from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     context_service_pb2 as cpb,
     context_tools_service_pb2 as tpb,
+    event_pb2,
     memory_service_pb2 as mpb,
     session_service_pb2 as spb,
     subscription_service_pb2 as subpb,
@@ -264,6 +266,21 @@ class Engine:
             action = "" if decision is None else cpb.CacheAction.Name(decision.action)
             self._telemetry.context_built(result.token_estimate, action)
         return result
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The counter of BuildContext's token estimates (the inspector counts with it too)."""
+        return self._context.counter
+
+    async def context_token_series(
+        self,
+        request: cpb.BuildContextRequest,
+        choose: Callable[[Sequence[event_pb2.Event]], Sequence[int]],
+    ) -> tuple[list[event_pb2.Event], list[tuple[int, int]]]:
+        """How ``request``'s context grew: the session's events, and the context's total tokens
+        right after each event ``choose`` picks, built with BuildContext's own options and
+        counter, appending nothing (the inspector's token chart)."""
+        return await self._context.token_series(request, choose)
 
     # -- context tools -------------------------------------------------------------------------
 

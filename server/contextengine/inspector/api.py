@@ -20,18 +20,14 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 
 from contextengine.core.context import (
-    ContextOptions,
-    IncludeContents,
     compaction_ranges,
     live_indices,
 )
-from contextengine.core.context.incremental import View, materialize
 from contextengine.core.errors import ContextEngineError, invalid
 from contextengine.core.prompt_cache import cacheable_count
 from contextengine.core.structs import struct_to_dict
-from contextengine.core.tokens import TokenCounter, default_counter
 from contextengine.core.validate import check_agent_name, check_branch, check_id
-from contextengine.engine import Engine, model_of, preserve_function_call_ids
+from contextengine.engine import Engine
 from contextengine.store import SessionKey
 from contextengine.v1 import (
     content_pb2,
@@ -164,10 +160,10 @@ class InspectorApi:
     """The JSON views; each raises ContextEngineError (SESSION_NOT_FOUND, INVALID_ARGUMENT ...)
     as the equivalent RPC would."""
 
-    def __init__(self, engine: Engine, counter: TokenCounter | None = None) -> None:
+    def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        #: the engine's BuildContext counts with the default counter too
-        self._counter = counter if counter is not None else default_counter()
+        #: BuildContext's own counter, so that the inspector's tokens are the RPC's
+        self._counter = engine.token_counter
 
     # -- listings --------------------------------------------------------------------------------
 
@@ -430,31 +426,18 @@ class InspectorApi:
             )
         request = await self._request(key, query)
         await self.exists(key)
-        log = await self._engine.events.log(key)
-        events, items = list(log.events), list(log.items)
-        options = ContextOptions(
-            agent_name=request.agent_name,
-            branch=request.branch if request.HasField("branch") else None,
-            include_contents=IncludeContents.DEFAULT,
-            preserve_function_call_ids=preserve_function_call_ids(model_of(request)),
-            other_agent_preamble=await self._engine.resolver.preamble(key.app_name),
+        events, built = await self._engine.context_token_series(
+            request, lambda events: _sample(events, points)
         )
-        chosen = _sample(events, points)
-        series: list[dict[str, Any]] = []
-        view: View | None = None
-        for index in chosen:
-            view = materialize(
-                events[: index + 1], options, self._counter, view, items[: index + 1]
-            )
-            event = events[index]
-            series.append(
-                {
-                    "sequence": event.sequence,
-                    "tokens": view.total_tokens,
-                    "kind": event_kind(event),
-                    "author": event.author,
-                }
-            )
+        series = [
+            {
+                "sequence": events[index].sequence,
+                "tokens": tokens,
+                "kind": event_kind(events[index]),
+                "author": events[index].author,
+            }
+            for index, tokens in built
+        ]
         return {
             "agent": query.agent,
             "branch": query.branch,
