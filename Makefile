@@ -183,11 +183,15 @@ BUF_AGAINST ?= proto/baseline.json
 RUFF_PATHS := server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conformance examples
 # mypy --strict: the engine and the client at Python 3.10, the floor (pyproject.toml), with the
 # programs that run on the client alone; what needs google-adk (the drop-ins, the tests, the
-# benchmarks, the parity drivers, the examples) at 3.11, google-adk 2.13's floor.
+# benchmarks, the parity drivers, the examples) at 3.11, google-adk 2.13's floor; the core and
+# store suites, which `make test-pythons` runs on 3.10 too, at 3.10 as well (without the module
+# that needs google-adk, which 3.10 does not collect).
 MYPY_ALL = $(BIN)/mypy \
 	&& $(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py \
 	  $(PY_CLIENT)/conformance/runner.py scripts/with_server.py scripts/check_commits.py \
 	&& $(BIN)/mypy --python-version 3.11 -p contextengine.adk -p tests -p bench \
+	&& $(BIN)/mypy --python-version 3.10 tests/core tests/store tests/conftest.py tests/pg_server.py \
+	  --exclude 'tests/core/test_compaction_pins\.py' \
 	&& $(BIN)/mypy --python-version 3.11 clients/conformance/adk/python_driver.py \
 	  clients/conformance/adk/compare.py clients/conformance/adk/generate.py \
 	  clients/conformance/adk/generated.py \

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.structs import dict_to_struct
 from contextengine.store import (
@@ -794,7 +795,7 @@ def positions(logged: Sequence[LoggedEvent]) -> list[int]:
 async def heard(recorder: Recorder, count: int) -> None:
     """Waits until ``recorder`` holds ``count`` changes: a sole-writer store tells them before
     the writer returns, PostgreSQL once their positions are final (milliseconds here)."""
-    async with asyncio.timeout(10):
+    async with timeout(10):
         while len(recorder.changes()) < count:  # noqa: ASYNC110 - a condition, not an event
             await asyncio.sleep(0.005)
 

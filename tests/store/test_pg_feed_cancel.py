@@ -13,6 +13,7 @@ import asyncio
 
 import pytest
 
+from contextengine._compat import timeout
 from contextengine.store._pg_feed import ChangeFeed
 
 
@@ -84,6 +85,6 @@ async def test_the_feed_loops_stop_once_closed() -> None:
     is closed, whether or not a cancellation reaches them."""
     feed = _feed()
     await feed.close()
-    async with asyncio.timeout(5):
+    async with timeout(5):
         await feed._work()
         await feed._listener.keep_listening()

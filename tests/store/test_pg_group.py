@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.store import LoggedEvent, SessionKey
 from contextengine.store.postgres import PostgresStore
@@ -148,7 +149,7 @@ async def test_a_caller_that_stops_waiting_still_has_its_append_committed(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    async with asyncio.timeout(10):
+    async with timeout(10):
         while not await _log(store):  # noqa: ASYNC110 - the store, not an event
             await asyncio.sleep(0.01)
     assert [e.event.id for e in await _log(store)] == ["gone-caller"]

@@ -25,6 +25,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.state import apply_delta
 from contextengine.core.structs import struct_to_dict
@@ -154,7 +155,7 @@ async def test_readers_see_the_final_log_in_order_once_whatever_the_commit_order
 
     polling = asyncio.create_task(poll())
     holding = asyncio.create_task(hold())
-    async with asyncio.timeout(10):
+    async with timeout(10):
         while not hook.holder:  # noqa: ASYNC110 - a condition, not an event
             await asyncio.sleep(0.005)
     writes = asyncio.gather(*(write(worker) for worker in range(12)))
@@ -170,7 +171,7 @@ async def test_readers_see_the_final_log_in_order_once_whatever_the_commit_order
         hook.release.set()
         await holding
         target.append(len(acknowledged))
-        async with asyncio.timeout(20):
+        async with timeout(20):
             await polling
     finally:
         hook.release.set()
@@ -188,7 +189,7 @@ async def test_readers_see_the_final_log_in_order_once_whatever_the_commit_order
         assert [e.event.id for e in final if e.position >> 20 == holder] == ["held"]
         # The poller, held below the open transaction, then saw the log as it ended up.
         assert [(e.key, e.event.id, e.position) for e in polled] == order
-        async with asyncio.timeout(20):
+        async with timeout(20):
             while any(len(h.events) < len(final) for h in heard):  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
         for h in heard:
@@ -270,7 +271,7 @@ async def test_get_state_waits_for_an_older_transaction_and_is_exact(
         await asyncio.sleep(0.3)
         assert not reading.done(), "get_state answered while its snapshot was not exact"
         # It does not keep a connection while it waits: the other one is free for other calls.
-        async with asyncio.timeout(1):
+        async with timeout(1):
             assert len(await store.list_sessions(APP, None, 10, None)) == 2
         release.set()
         await held

@@ -11,6 +11,7 @@ import logging
 import asyncpg
 import pytest
 
+from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.engine import EngineSettings, open_engine
 from contextengine.store import (
@@ -178,7 +179,7 @@ async def test_commit_listeners_hear_local_commits_in_position_order(postgres_ds
         await asyncio.gather(
             *(store.append_events(keys[n % 6], [_event(f"e{n}")], None) for n in range(48))
         )
-        async with asyncio.timeout(10):
+        async with timeout(10):
             while len(heard) < 48:  # noqa: ASYNC110 - told once final, after the writers
                 await asyncio.sleep(0.005)
         assert heard == sorted(heard)
