@@ -247,7 +247,8 @@ TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
 TS_ADK_UNIT = 'cd $(TS_ADK_DIR) && node --import tsx --test test/*.test.ts'
 # The TypeScript client as an outside project installs it, from its guide: npm pack, a fresh
 # directory, npm install of the tarball, strict tsc, a context fetched (test/outside/).
-TS_OUTSIDE = 'cd $(TS_DIR) && node --import tsx --test test/outside/*.test.ts'
+TS_OUTSIDE = 'cd $(TS_DIR) && node --import tsx --test test/outside/*.test.ts' \
+  'cd $(TS_ADK_DIR) && node --import tsx --test test/outside/*.test.ts'
 TS_ADK_EXAMPLE = 'cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts'
 JAVA_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 JAVA_CONFORMANCE = 'cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.conformance.Runner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/java.jsonl ../conformance/scenarios'
@@ -320,7 +321,7 @@ test-ts: $(DEV_STAMP) ts-gen ## The TypeScript client's own tests
 	$(BIN)/python scripts/with_server.py $(TS_UNIT)
 
 ## The TypeScript client packed, installed in a fresh project as its guide says, and used.
-test-ts-outside: $(DEV_STAMP) ts-deps ## The TypeScript client from a tarball in a fresh project, as its guide says
+test-ts-outside: $(DEV_STAMP) ts-deps ts-adk-deps ## The TS client and ADK drop-ins from tarballs in a fresh project, as their guides say
 	$(BIN)/python scripts/with_server.py $(TS_OUTSIDE)
 
 ## The ADK TypeScript drop-ins' tests (a real server is started for them).
