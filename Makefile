@@ -52,7 +52,7 @@ JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean postgres-server test-postgres
 .PHONY: browser
-.PHONY: ts-deps ts-gen ts-check test-ts conformance test-clients java-build java-install test-java java-example
+.PHONY: ts-deps ts-gen ts-check test-ts test-ts-outside conformance test-clients java-build java-install test-java java-example
 .PHONY: kotlin-build test-kotlin kotlin-example proto-baseline
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
@@ -249,6 +249,10 @@ PY_CLIENT_CONFORMANCE = '$(CURDIR)/$(BIN)/python $(PY_CLIENT)/conformance/runner
 TS_CONFORMANCE = 'cd $(TS_DIR) && node_modules/.bin/tsx conformance/runner.ts --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/typescript.jsonl ../conformance/scenarios'
 TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
 TS_ADK_UNIT = 'cd $(TS_ADK_DIR) && node --import tsx --test test/*.test.ts'
+# The TypeScript client as an outside project installs it, from its guide: npm pack, a fresh
+# directory, npm install of the tarball, strict tsc, a context fetched (test/outside/).
+TS_OUTSIDE = 'cd $(TS_DIR) && node --import tsx --test test/outside/*.test.ts' \
+  'cd $(TS_ADK_DIR) && node --import tsx --test test/outside/*.test.ts'
 TS_ADK_EXAMPLE = 'cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts'
 JAVA_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 JAVA_CONFORMANCE = 'cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.conformance.Runner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/java.jsonl ../conformance/scenarios'
@@ -320,6 +324,10 @@ java-adk-bench: $(DEV_STAMP) java-adk-build ## Per-call overhead of the ADK Java
 test-ts: $(DEV_STAMP) ts-gen ## The TypeScript client's own tests
 	$(BIN)/python scripts/with_server.py $(TS_UNIT)
 
+## The TypeScript client packed, installed in a fresh project as its guide says, and used.
+test-ts-outside: $(DEV_STAMP) ts-deps ts-adk-deps ## The TS client and ADK drop-ins from tarballs in a fresh project, as their guides say
+	$(BIN)/python scripts/with_server.py $(TS_OUTSIDE)
+
 ## The ADK TypeScript drop-ins' tests (a real server is started for them).
 test-ts-adk: $(DEV_STAMP) ts-gen ts-adk-deps ## The ADK TypeScript drop-ins' tests
 	$(BIN)/python scripts/with_server.py $(TS_ADK_UNIT)
@@ -337,7 +345,7 @@ conformance: $(DEV_STAMP) ts-gen java-build kotlin-build ## Every client's confo
 ## unit tests; any failure fails the build.
 test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build java-adk-build adk-parity ## Every client's conformance and unit tests, the ADK parity run
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
-	  $(TS_ADK_UNIT) $(TS_ADK_EXAMPLE) \
+	  $(TS_OUTSIDE) $(TS_ADK_UNIT) $(TS_ADK_EXAMPLE) \
 	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT) $(JAVA_ADK_UNIT)
 
 # --- ADK ports: one history -------------------------------------------------------------------

@@ -14,7 +14,8 @@
  * the JSON objects as given (tools normalised: `function_declarations` sorted by name, then the
  * tools sorted by their canonical text), and empty parts are left out.
  *
- * Verify what the sidecar said (or compute a fingerprint before asking it):
+ * Verify what the sidecar said (it says it only for an app with a `context_cache_config`; the
+ * answer's fingerprint is empty otherwise), or compute a fingerprint before asking it:
  *
  *     const context = await ce.buildContext(request);
  *     fingerprint(request, context.contents, context.cacheableContentsCount) === context.fingerprint
@@ -29,6 +30,7 @@ import {
   toJson,
 } from "@bufbuild/protobuf";
 import { type Content, ContentSchema } from "./gen/contextengine/v1/content_pb.js";
+import type { BuildContextRequestSchema } from "./gen/contextengine/v1/context_service_pb.js";
 
 /** The `"v"` of the fingerprint document. A new version would be a breaking change. */
 export const FINGERPRINT_VERSION = 1;
@@ -139,12 +141,8 @@ export function canonicalize(value: JsonValue): string {
 /** A `Content` message, or the plain object `create(ContentSchema, ...)` accepts. */
 export type ContentInit = Content | MessageInitShape<typeof ContentSchema>;
 
-/**
- * What the fingerprint covers besides the contents: the model request's fixed parts. A
- * `BuildContextRequest` (message or plain object) is one, so the request sent to `buildContext`
- * can be passed as is.
- */
-export interface FingerprintInput {
+/** What the fingerprint covers besides the contents: the model request's fixed parts. */
+export interface FingerprintParts {
   /** The model name, or a `ModelIdentity` (only its `model` counts). Empty: left out. */
   model?: string | { model?: string | undefined } | undefined;
   /** The system instruction. Unset, or a content whose proto3 JSON is `{}`: left out. */
@@ -154,6 +152,14 @@ export interface FingerprintInput {
   /** The google-genai `ToolConfig` as JSON. Unset or `{}`: left out. */
   toolConfig?: JsonObject | undefined;
 }
+
+/**
+ * The fixed parts, or a `BuildContextRequest` (a message or the plain object `buildContext` takes;
+ * its other fields do not count), so the request sent to `buildContext` can be passed as is.
+ */
+export type FingerprintInput =
+  | FingerprintParts
+  | MessageInitShape<typeof BuildContextRequestSchema>;
 
 /** The proto3 JSON of a content with the original (snake_case) field names. */
 export function contentJson(content: ContentInit): JsonObject {
@@ -238,7 +244,7 @@ export function fingerprintDocument(
 /**
  * The prompt-cache fingerprint of `input` and the first `min(n, contents.length)` contents:
  * lowercase hex SHA-256 of the canonical JSON of {@link fingerprintDocument}. With a
- * `BuildContext` request and its response, `fingerprint(request, response.contents,
+ * `BuildContext` request and its response (for an app with a `context_cache_config`), `fingerprint(request, response.contents,
  * response.cacheableContentsCount)` equals `response.fingerprint`, and with a decision's
  * `cacheMetadata.contentsCount` it equals `cacheMetadata.fingerprint`.
  */

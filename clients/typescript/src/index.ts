@@ -43,6 +43,7 @@ export {
   contentJson,
   FINGERPRINT_VERSION,
   type FingerprintInput,
+  type FingerprintParts,
   fingerprint,
   fingerprintDocument,
   normalizeTools,

@@ -109,6 +109,30 @@ describe("BuildContext: prompt caching", () => {
     assert.deepEqual(actions, ["FINGERPRINT_ONLY", "CREATE", "REUSE"]);
   });
 
+  it("a plain request object has a fingerprint; the answer has one only with a cache config", async () => {
+    const appName = uniqueApp();
+    const address = await newSession(appName);
+    await ce.appendEvent({ ...address, event: said("user", "i1", "Weather in Paris?") });
+    await ce.appendEvent({ ...address, event: said("forecaster", "i1", "Sunny.") });
+    // As the guide writes it: no annotation, and none of the fingerprinted fields.
+    const request = { ...address, agentName: "forecaster" };
+    const mine = fingerprint(request, [], 0);
+    assert.equal(mine, fingerprint({}, [], 0));
+    const plain = await ce.buildContext(request);
+    assert.equal(plain.contents.length, 2);
+    assert.equal(plain.fingerprint, ""); // no contextCacheConfig: no prompt caching at all
+    assert.equal(plain.cacheableContentsCount, 0);
+    assert.equal(plain.cacheDecision, undefined);
+    await ce.updateAppConfig({ config: { appName, contextCacheConfig: {} } });
+    const cached = await ce.buildContext(request);
+    assert.equal(cached.cacheableContentsCount, 2);
+    assert.equal(
+      fingerprint(request, cached.contents, cached.cacheableContentsCount),
+      cached.fingerprint,
+    );
+    assert.notEqual(cached.fingerprint, mine);
+  });
+
   it("invalid tools and tool configs are INVALID_MODEL_INPUT naming the field", async () => {
     const appName = uniqueApp();
     await ce.updateAppConfig({ config: { appName, contextCacheConfig: {} } });

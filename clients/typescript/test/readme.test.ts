@@ -2,7 +2,7 @@
  * server) and print what their comments say. */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
@@ -26,7 +26,7 @@ after(() => {
 /** The ```ts blocks of the TypeScript guide. */
 function readmeBlocks(): string[] {
   const blocks = guideBlocks("clients/typescript/README.md", "ts");
-  assert.equal(blocks.length, 4, "clients/typescript/README.md has four ```ts blocks");
+  assert.equal(blocks.length, 5, "clients/typescript/README.md has five ```ts blocks");
   return blocks;
 }
 
@@ -114,4 +114,24 @@ it("the guide's context tools example runs (after a session with one content)", 
   assert.match(block, /contextTools/);
   const lines = await runModule(`${sessionPrelude(target)}\n${block}\nce.close();\n`);
   assert.deepEqual(lines, ["7 true true"]);
+});
+
+it("the guide's compaction block is examples/compaction.ts, which summarises and expands", async () => {
+  const example = join(PACKAGE_DIR, "examples", "compaction.ts");
+  const text = readFileSync(example, "utf8");
+  const region = /^\/\/ README begin\n([\s\S]*?)^\/\/ README end$/m.exec(text)?.[1];
+  assert.ok(region, "examples/compaction.ts has the README begin / end markers");
+  const block = readmeBlocks()[4] ?? "";
+  assert.match(block, /expandSummary/);
+  assert.equal(block, region.replace('"../src/index.js"', '"@contextengine/client"'));
+  const target = await serverTarget();
+  const tsx = join(PACKAGE_DIR, "node_modules", ".bin", "tsx");
+  const { stdout } = await promisify(execFile)(tsx, [example], {
+    timeout: 60_000,
+    env: { ...process.env, CONTEXTENGINE_TARGET: target },
+  });
+  const lines = stdout.trim().split("\n");
+  assert.equal(lines[0], "1", "one content: the summary");
+  assert.match(lines.slice(1, -1).join("\n"), /TP1351[\s\S]*Memmo Alfama/);
+  assert.equal(lines.at(-1), "1 2 3 4");
 });
