@@ -56,7 +56,7 @@ JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 .PHONY: kotlin-build test-kotlin kotlin-example proto-baseline
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
-.PHONY: check-deploy lock help check lint-py pytest-fast check-commits hooks test-pythons docs
+.PHONY: check-deploy lock help check lint-py pytest-fast check-commits hooks test-pythons docs fmt-jvm
 
 # --- help -------------------------------------------------------------------------------------
 
@@ -204,6 +204,15 @@ lint: $(DEV_STAMP) ## buf lint and breaking, ruff (lint, format), mypy --strict
 fmt: $(DEV_STAMP) ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix $(RUFF_PATHS)
 	$(BIN)/ruff format $(RUFF_PATHS)
+
+# The JVM clients' formatter (spotless-maven-plugin): google-java-format, GOOGLE style, for
+# clients/java and clients/java-adk; ktfmt, kotlinlang style, for clients/kotlin. Each module's
+# build checks it (spotless:check at process-sources: java-build, kotlin-build and java-adk-build
+# fail on an unformatted file, as ts-check does with Biome); this applies it.
+fmt-jvm: ## Apply google-java-format (Java) and ktfmt (Kotlin) to the JVM clients' sources
+	$(MVNW) spotless:apply
+	$(KOTLIN_MVNW) spotless:apply
+	$(JAVA_ADK_MVNW) spotless:apply
 
 pytest: $(DEV_STAMP) tools postgres-server browser ## Every Python test (PostgreSQL and Chromium included)
 	PATH="$(TOOLS):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
