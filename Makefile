@@ -45,18 +45,17 @@ KOTLIN_DIR := clients/kotlin
 # The Kotlin client builds with the Java module's wrapper, on the Java jar (installed into ~/.m2);
 # no Kotlin compile daemon is left running after Maven exits.
 KOTLIN_MVNW := cd $(KOTLIN_DIR) && ../java/mvnw -B -q -T1 -Dkotlin.compiler.daemon=false
-JAVA_JAR := target/contextengine-client-0.1.0-SNAPSHOT
 # The ADK Java drop-ins, like the Kotlin client: the Java module's wrapper, on the installed Java jar.
 JAVA_ADK_DIR := clients/java-adk
 JAVA_ADK_MVNW := cd $(JAVA_ADK_DIR) && ../java/mvnw -B -q -T1
 
 .PHONY: run test install install-dev gen check-gen lint fmt pytest bench tools clean postgres-server test-postgres
 .PHONY: browser
-.PHONY: ts-deps ts-gen ts-check test-ts test-ts-outside conformance test-clients java-build java-install test-java java-example
+.PHONY: ts-deps ts-gen ts-check test-ts test-ts-outside conformance test-clients java-build test-java java-example test-jvm-consumers
 .PHONY: kotlin-build test-kotlin kotlin-example proto-baseline
 .PHONY: java-adk-build test-java-adk java-adk-example java-adk-bench java-adk-driver
 .PHONY: ts-adk-deps ts-adk-check test-ts-adk ts-adk-example
-.PHONY: check-deploy lock help check lint-py pytest-fast check-commits hooks test-pythons docs
+.PHONY: check-deploy lock help check lint-py pytest-fast check-commits hooks test-pythons docs fmt-jvm
 
 # --- help -------------------------------------------------------------------------------------
 
@@ -189,6 +188,7 @@ RUFF_PATHS := server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conforma
 MYPY_ALL = $(BIN)/mypy \
 	&& $(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py \
 	  $(PY_CLIENT)/conformance/runner.py scripts/with_server.py scripts/check_commits.py \
+	  scripts/jvm_consumer.py \
 	&& $(BIN)/mypy --python-version 3.11 -p contextengine.adk -p tests -p bench \
 	&& $(BIN)/mypy --python-version 3.10 tests/core tests/store tests/conftest.py tests/pg_server.py \
 	  --exclude 'tests/core/test_compaction_pins\.py' \
@@ -208,6 +208,15 @@ lint: $(DEV_STAMP) ## buf lint and breaking, ruff (lint, format), mypy --strict
 fmt: $(DEV_STAMP) ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix $(RUFF_PATHS)
 	$(BIN)/ruff format $(RUFF_PATHS)
+
+# The JVM clients' formatter (spotless-maven-plugin): google-java-format, GOOGLE style, for
+# clients/java and clients/java-adk; ktfmt, kotlinlang style, for clients/kotlin. Each module's
+# build checks it (spotless:check at process-sources: java-build, kotlin-build and java-adk-build
+# fail on an unformatted file, as ts-check does with Biome); this applies it.
+fmt-jvm: ## Apply google-java-format (Java) and ktfmt (Kotlin) to the JVM clients' sources
+	$(MVNW) spotless:apply
+	$(KOTLIN_MVNW) spotless:apply
+	$(JAVA_ADK_MVNW) spotless:apply
 
 pytest: $(DEV_STAMP) tools postgres-server browser ## Every Python test (PostgreSQL and Chromium included)
 	PATH="$(TOOLS):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
@@ -260,6 +269,9 @@ JAVA_UNIT = 'cd $(JAVA_DIR) && ./mvnw -B -ntp -T1 surefire:test'
 KOTLIN_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 KOTLIN_CONFORMANCE = 'cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.conformance.KotlinRunner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/kotlin.jsonl ../conformance/scenarios'
 KOTLIN_UNIT = 'cd $(KOTLIN_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
+# The outside projects of the Java and Kotlin guides (scripts/jvm_consumer.py): each guide's pom and
+# first block, built in a fresh directory against the installed jars, run against the sidecar.
+JVM_CONSUMERS = '$(CURDIR)/$(BIN)/python scripts/jvm_consumer.py java kotlin'
 JAVA_ADK_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 JAVA_ADK_UNIT = 'cd $(JAVA_ADK_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
 # The ADK Java parity driver (clients/conformance/adk/README.md contract); append its arguments
@@ -267,29 +279,31 @@ JAVA_ADK_UNIT = 'cd $(JAVA_ADK_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
 JAVA_ADK_DRIVER = cd $(JAVA_ADK_DIR) && java -cp "$(JAVA_ADK_CP)" dev.contextengine.adk.parity.Driver
 
 ## The Java client: code generated from proto/, compiled with -Xlint:all -Werror, the jar in
-## clients/java/target (tests compiled, not run: test-java and test-clients run them).
-java-build: ## The Java client's jar (-Xlint:all -Werror; tests compiled, not run)
-	$(MVNW) -DskipTests package
+## clients/java/target (tests compiled, not run: test-java and test-clients run them), installed
+## with its test jar into the local Maven repository (~/.m2, or MAVEN_ARGS' maven.repo.local):
+## what the guide tells an outside project to depend on, and what the Kotlin client and the ADK
+## Java drop-ins build on.
+java-build: ## The Java client's jar, installed into ~/.m2 (-Xlint:all -Werror; tests compiled, not run)
+	$(MVNW) -DskipTests install
 
 ## The Java client's own tests (JUnit; they start the servers they need).
 test-java: $(DEV_STAMP) java-build ## The Java client's own tests
 	$(BIN)/python scripts/with_server.py $(JAVA_UNIT)
 
+## The Java and Kotlin guides' outside projects (pom and first block, a fresh directory, the
+## installed jars), run against a real sidecar; part of test-clients.
+test-jvm-consumers: $(DEV_STAMP) java-build kotlin-build ## Build the JVM guides' outside projects; fetch a context with each
+	$(BIN)/python scripts/with_server.py $(JVM_CONSUMERS)
+
 ## The Java example agent loop against `make run`'s sidecar (or CONTEXTENGINE_TARGET).
 java-example: java-build ## The Java example agent loop against a running sidecar
 	cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.examples.AgentLoop $(ARGS)
 
-## The Java jar and its test jar installed into ~/.m2 as they are (no second Java build), for
-## the Kotlin client and the ADK Java drop-ins. install-file takes one file per run (its
-## -Dfiles/-Dclassifiers are deploy-file's: install-file ignores them).
-java-install: java-build ## The Java jar and its test jar installed into ~/.m2
-	$(MVNW) install:install-file -Dfile=$(JAVA_JAR).jar -DpomFile=pom.xml
-	$(MVNW) install:install-file -Dfile=$(JAVA_JAR)-tests.jar -DpomFile=pom.xml -Dclassifier=tests
 
 ## The Kotlin client (coroutines) on the installed Java jars: one kotlinc run with -Werror
 ## (tests compiled, not run).
-kotlin-build: java-install ## The Kotlin client's jar (-Werror; tests compiled, not run)
-	$(KOTLIN_MVNW) -DskipTests package
+kotlin-build: java-build ## The Kotlin client's jar, installed into ~/.m2 (-Werror; tests compiled, not run)
+	$(KOTLIN_MVNW) -DskipTests install
 
 ## The Kotlin client's own tests (JUnit; they start the servers they need).
 test-kotlin: $(DEV_STAMP) kotlin-build ## The Kotlin client's own tests
@@ -301,8 +315,8 @@ kotlin-example: kotlin-build ## The Kotlin example agent loop against a running 
 
 ## The ADK Java drop-ins (clients/java-adk, google-adk 1.8.0 from Maven Central) on the Java jar
 ## installed into ~/.m2, compiled with -Xlint:all -Werror (tests compiled, not run).
-java-adk-build: java-install ## The ADK Java drop-ins' jar (google-adk 1.8.0; tests compiled, not run)
-	$(JAVA_ADK_MVNW) -DskipTests package
+java-adk-build: java-build ## The ADK Java drop-ins' jar, installed into ~/.m2 (google-adk 1.8.0)
+	$(JAVA_ADK_MVNW) -DskipTests install
 
 ## The ADK Java drop-ins' tests (JUnit, against a real sidecar; the example runs in them too).
 test-java-adk: $(DEV_STAMP) java-adk-build ## The ADK Java drop-ins' tests, against a real sidecar
@@ -346,7 +360,8 @@ conformance: $(DEV_STAMP) ts-gen java-build kotlin-build ## Every client's confo
 test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build java-adk-build adk-parity ## Every client's conformance and unit tests, the ADK parity run
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
 	  $(TS_OUTSIDE) $(TS_ADK_UNIT) $(TS_ADK_EXAMPLE) \
-	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT) $(JAVA_ADK_UNIT)
+	  $(JAVA_CONFORMANCE) $(JAVA_UNIT) $(KOTLIN_CONFORMANCE) $(KOTLIN_UNIT) $(JAVA_ADK_UNIT) \
+	  $(JVM_CONSUMERS)
 
 # --- ADK ports: one history -------------------------------------------------------------------
 

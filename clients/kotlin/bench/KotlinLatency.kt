@@ -10,8 +10,8 @@ import kotlinx.coroutines.runBlocking
 
 /**
  * Latency of AppendEvent and BuildContext from the Kotlin client, one suspend call at a time, in
- * the agent-loop pattern of the Java program (clients/java/bench Latency, whose events it sends):
- * a prefilled session, then per iteration one appended event and one context.
+ * the agent-loop pattern of the Java program (clients/java/bench Latency, whose events it sends): a
+ * prefilled session, then per iteration one appended event and one context.
  *
  * ```
  * java -cp ... dev.contextengine.bench.KotlinLatency --target 127.0.0.1:50151 [--iterations 500]
@@ -19,7 +19,14 @@ import kotlinx.coroutines.runBlocking
  * ```
  */
 object KotlinLatency {
-    private suspend fun runSession(ce: ContextEngine, app: String, iterations: Int, prefill: Int, append: MutableList<Double>, build: MutableList<Double>) {
+    private suspend fun runSession(
+        ce: ContextEngine,
+        app: String,
+        iterations: Int,
+        prefill: Int,
+        append: MutableList<Double>,
+        build: MutableList<Double>,
+    ) {
         val ref = ce.createSession(appName = app, userId = "bench").ref
         ce.appendEvents(ref, (0 until prefill).map { Latency.turn(it) })
         for (i in 0 until iterations) {
@@ -40,7 +47,8 @@ object KotlinLatency {
         return sorted[minOf(sorted.size - 1, maxOf(0, ceil(p * sorted.size).toInt() - 1))]
     }
 
-    private fun json(values: List<Double>): String = values.joinToString(",", "[", "]") { String.format(Locale.ROOT, "%.4f", it) }
+    private fun json(values: List<Double>): String =
+        values.joinToString(",", "[", "]") { String.format(Locale.ROOT, "%.4f", it) }
 
     @JvmStatic
     fun main(args: Array<String>) {
@@ -71,14 +79,20 @@ object KotlinLatency {
             }
         }
         if (asJson) {
-            println("""{"client":"kotlin","iterations":$iterations,"prefill":$prefill,"append_ms":${json(append)},"build_context_ms":${json(build)}}""")
+            println(
+                """{"client":"kotlin","iterations":$iterations,"prefill":$prefill,"append_ms":${json(append)},"build_context_ms":${json(build)}}"""
+            )
         } else {
             println(
                 String.format(
                     Locale.ROOT,
                     "kotlin: AppendEvent p50 %.2f ms p99 %.2f ms; BuildContext p50 %.2f ms p99 %.2f ms (%d iterations)",
-                    percentile(append, 0.5), percentile(append, 0.99), percentile(build, 0.5), percentile(build, 0.99), iterations,
-                ),
+                    percentile(append, 0.5),
+                    percentile(append, 0.99),
+                    percentile(build, 0.5),
+                    percentile(build, 0.99),
+                    iterations,
+                )
             )
         }
     }

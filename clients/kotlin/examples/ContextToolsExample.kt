@@ -15,39 +15,61 @@ object ContextToolsExample {
     @JvmStatic
     fun main(args: Array<String>) {
         runBlocking {
-            ContextEngine.connect(System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151").use { ce ->
+            ContextEngine.connect(System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151").use {
+                ce ->
                 val session = ce.createSession(appName = "demo-tools", userId = "zoe")
                 // A finished turn (events 1-4) with a report, then the user's next message (5).
-                val report = (0 until 12).joinToString(" ") { "row $it: water level at station $it measured twice;" }
-                val fetch = ContextTools.functionCall("fetch_report", mapOf("topic" to "tides"), "call-1")
+                val report =
+                    (0 until 12).joinToString(" ") {
+                        "row $it: water level at station $it measured twice;"
+                    }
+                val fetch =
+                    ContextTools.functionCall("fetch_report", mapOf("topic" to "tides"), "call-1")
                 ce.appendEvent(session.ref, said("user", "inv-1", "Read the tides report."))
                 ce.appendEvent(session.ref, ContextTools.callEvent("assistant", "inv-1", fetch))
                 ce.appendEvent(
                     session.ref,
                     ContextTools.answerEvent(
-                        "assistant", "inv-1",
-                        FunctionResponse.newBuilder().setId("call-1").setName("fetch_report")
-                            .setResponse(mapOf("report" to report).toStruct()).build(),
+                        "assistant",
+                        "inv-1",
+                        FunctionResponse.newBuilder()
+                            .setId("call-1")
+                            .setName("fetch_report")
+                            .setResponse(mapOf("report" to report).toStruct())
+                            .build(),
                     ),
                 )
                 ce.appendEvent(session.ref, said("assistant", "inv-1", "High tide at 06:12."))
                 ce.appendEvent(session.ref, said("user", "inv-2", "Tidy up your context."))
                 // README begin
                 ce.updateAppConfig { // the app enables the tools (they are off by default)
-                    setConfig(AppConfig.newBuilder().setAppName(session.appName).setContextTools(ContextToolsConfig.newBuilder().setEnabled(true)))
+                    setConfig(
+                        AppConfig.newBuilder()
+                            .setAppName(session.appName)
+                            .setContextTools(ContextToolsConfig.newBuilder().setEnabled(true))
+                    )
                 }
-                val tools = ce.contextTools(session.ref, agentName = "assistant") // one agent in one session
+                // One agent in one session.
+                val tools = ce.contextTools(session.ref, agentName = "assistant")
                 println(tools.declarations(ContextTools.Format.ANTHROPIC).size) // 7
 
-                // The model's tool_use block: append the call, let the engine run it, append the answer.
-                val hide = ContextTools.functionCall("context_hide", mapOf("first" to 2, "last" to 3, "stub" to "The tides report."), "toolu_2")
+                // The model's tool_use block: append the call, let the engine run it, append
+                // the answer.
+                val hide =
+                    ContextTools.functionCall(
+                        "context_hide",
+                        mapOf("first" to 2, "last" to 3, "stub" to "The tides report."),
+                        "toolu_2",
+                    )
                 ce.appendEvent(session.ref, ContextTools.callEvent("assistant", "inv-2", hide))
                 val answer = tools.answer(hide, invocationId = "inv-2")
-                val recorded = ce.appendEvent(session.ref, ContextTools.answerEvent("assistant", "inv-2", answer)).event
+                val answerEvent = ContextTools.answerEvent("assistant", "inv-2", answer)
+                val recorded = ce.appendEvent(session.ref, answerEvent).event
                 println("${answer.response.toMap()["ok"]} ${recorded.contextEditsCount}") // true 1
 
                 // From now on every context shows one stub instead of the call and the report.
-                println(ce.buildContext(session.ref, agentName = "assistant").getContents(1).text.startsWith("[Hidden")) // true
+                val second = ce.buildContext(session.ref, agentName = "assistant").getContents(1)
+                println(second.text.startsWith("[Hidden")) // true
                 // README end
             }
         }

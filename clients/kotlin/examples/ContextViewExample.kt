@@ -11,15 +11,19 @@ object ContextViewExample {
     @JvmStatic
     fun main(args: Array<String>) {
         runBlocking {
-            ContextEngine.connect(System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151").use { ce ->
+            ContextEngine.connect(System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151").use {
+                ce ->
                 val session = ce.createSession(appName = "demo", userId = "zoe")
                 ce.appendEvent(session.ref, said("user", "inv-1", "Hi!"))
                 // README begin
-                val view = ce.contextView(session.ref, agentName = "greeter") // one per session and agent view
+                // One view per session and agent view.
+                val view = ce.contextView(session.ref, agentName = "greeter")
                 val first = view.build()
                 ce.appendEvent(session.ref, said("user", "inv-2", "And now?"))
                 val next = view.build { setInvocationId("inv-2") } // only the new content was sent
-                println("${first.contentsCount} ${next.contentsCount} ${next.baseContentsCount}") // 1 2 0
+                val counts =
+                    "${first.contentsCount} ${next.contentsCount} ${next.baseContentsCount}"
+                println(counts) // 1 2 0
                 // README end
             }
         }

@@ -7,16 +7,17 @@ import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 
-/** The Kotlin guide's first example, verbatim between the markers (ReadmeKtTest checks both agree). */
+/**
+ * The Kotlin guide's first example, verbatim between the markers (ReadmeKtTest checks both agree).
+ */
 object ReadmeExample {
     @JvmStatic
     fun main(args: Array<String>) {
         runBlocking {
             // README begin
-            ContextEngine.connect(
-                target = System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151",
-                timeout = 5.seconds, // the whole call, retries included
-            ).use { ce ->
+            val target = System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151"
+            // timeout: the whole call, retries included
+            ContextEngine.connect(target, timeout = 5.seconds).use { ce ->
                 val session = ce.createSession(appName = "demo", userId = "zoe")
 
                 ce.appendEvent(session.ref, said("user", "inv-1", "Hi!"))
@@ -33,7 +34,10 @@ object ReadmeExample {
                 // first() (take, cancelling the coroutine) ends the stream on the server.
                 coroutineScope {
                     launch {
-                        val next = ce.subscribeEvents(session.ref, afterSequence = 1).recordedEvents().first()
+                        val next =
+                            ce.subscribeEvents(session.ref, afterSequence = 1)
+                                .recordedEvents()
+                                .first()
                         println(next.event.text) // Again!
                     }
                     ce.appendEvent(session.ref, said("user", "inv-1", "Again!"))

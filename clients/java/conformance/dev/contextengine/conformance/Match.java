@@ -133,8 +133,7 @@ public final class Match {
       List<Object> act = asList(list);
       if (act.size() != exp.size()) {
         throw fail(
-            path,
-            "expected " + exp.size() + " item(s), got " + act.size() + ": " + show(actual));
+            path, "expected " + exp.size() + " item(s), got " + act.size() + ": " + show(actual));
       }
       for (int i = 0; i < exp.size(); i++) {
         match(exp.get(i), act.get(i), path + "[" + i + "]");
@@ -283,9 +282,12 @@ public final class Match {
           double v = value;
           double b = bound;
           boolean ok =
-              op.equals("$gt") ? v > b : op.equals("$gte") ? v >= b : op.equals("$lt") ? v < b : v <= b;
+              op.equals("$gt")
+                  ? v > b
+                  : op.equals("$gte") ? v >= b : op.equals("$lt") ? v < b : v <= b;
           if (!ok) {
-            throw fail(path, "expected " + op.substring(1) + " " + show(arg) + ", got " + show(actual));
+            throw fail(
+                path, "expected " + op.substring(1) + " " + show(arg) + ", got " + show(actual));
           }
           return;
         }
@@ -304,8 +306,11 @@ public final class Match {
       case "$prefix":
         {
           Object items = listOf(actual);
-          if (!(items instanceof List) || !(arg instanceof List) || asList(items).size() < asList(arg).size()) {
-            throw fail(path, "expected a list starting with " + show(arg) + ", got " + show(actual));
+          if (!(items instanceof List)
+              || !(arg instanceof List)
+              || asList(items).size() < asList(arg).size()) {
+            throw fail(
+                path, "expected a list starting with " + show(arg) + ", got " + show(actual));
           }
           List<Object> want = asList(arg);
           for (int i = 0; i < want.size(); i++) {
@@ -362,7 +367,8 @@ public final class Match {
       StringBuilder out = new StringBuilder();
       while (m.find()) {
         Object v = variable(m.group(1), variables);
-        m.appendReplacement(out, Matcher.quoteReplacement(v instanceof String ? (String) v : GSON.toJson(v)));
+        m.appendReplacement(
+            out, Matcher.quoteReplacement(v instanceof String ? (String) v : GSON.toJson(v)));
       }
       m.appendTail(out);
       return out.toString();
@@ -377,7 +383,9 @@ public final class Match {
     if (isObject(value)) {
       Map<String, Object> out = new LinkedHashMap<>();
       for (Map.Entry<String, Object> entry : asMap(value).entrySet()) {
-        out.put((String) substitute(entry.getKey(), variables), substitute(entry.getValue(), variables));
+        out.put(
+            (String) substitute(entry.getKey(), variables),
+            substitute(entry.getValue(), variables));
       }
       return out;
     }

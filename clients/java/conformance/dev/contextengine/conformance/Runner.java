@@ -86,7 +86,8 @@ public final class Runner {
 
   private static final List<String> COMMON_KEYS = List.of("name", "note");
   private static final List<String> SCENARIO_KEYS = List.of("name", "description", "tags", "steps");
-  private static final JsonFormat.Printer PRINTER = JsonFormat.printer().preservingProtoFieldNames();
+  private static final JsonFormat.Printer PRINTER =
+      JsonFormat.printer().preservingProtoFieldNames();
   private static final JsonFormat.Parser PARSER = JsonFormat.parser();
   private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -127,16 +128,13 @@ public final class Runner {
       throw new ScenarioError("unknown method " + show(name));
     }
     if (STREAMS.contains(parts[1]) != stream) {
-      throw new ScenarioError(
-          name + (stream ? " is not a stream" : " is a stream: use subscribe"));
+      throw new ScenarioError(name + (stream ? " is not a stream" : " is a stream: use subscribe"));
     }
     String local = Character.toLowerCase(parts[1].charAt(0)) + parts[1].substring(1);
     for (Method m : ContextEngineClient.class.getMethods()) {
       Class<?>[] params = m.getParameterTypes();
       boolean shape =
-          stream
-              ? params.length == 2 && params[1] == StreamOptions.class
-              : params.length == 1;
+          stream ? params.length == 2 && params[1] == StreamOptions.class : params.length == 1;
       if (m.getName().equals(local) && shape && Message.class.isAssignableFrom(params[0])) {
         return m;
       }
@@ -152,7 +150,9 @@ public final class Runner {
       return builder.build();
     } catch (InvalidProtocolBufferException | RuntimeException e) {
       throw new ScenarioError(
-          "request does not parse as " + method.getParameterTypes()[0].getSimpleName() + ": "
+          "request does not parse as "
+              + method.getParameterTypes()[0].getSimpleName()
+              + ": "
               + e.getMessage());
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException(e);
@@ -330,7 +330,10 @@ public final class Runner {
           STEP_KEYS.keySet().stream().filter(s::containsKey).collect(Collectors.toList());
       if (kinds.size() != 1) {
         throw new ScenarioError(
-            "step " + i + ": exactly one of " + String.join(", ", STEP_KEYS.keySet())
+            "step "
+                + i
+                + ": exactly one of "
+                + String.join(", ", STEP_KEYS.keySet())
                 + " is required");
       }
       String kind = kinds.get(0);
@@ -472,7 +475,9 @@ public final class Runner {
   }
 
   private void step(
-      Map<String, Object> step, Map<String, Object> variables, Map<String, ScenarioStream> streams) {
+      Map<String, Object> step,
+      Map<String, Object> variables,
+      Map<String, ScenarioStream> streams) {
     String kind = stepKind(step);
     switch (kind) {
       case "call":
@@ -511,10 +516,12 @@ public final class Runner {
         {
           ScenarioStream stream = streamNamed(streams, step.get("resume"));
           stream.close();
-          if (!stream.cursor.isEmpty() && String.valueOf(stream.methodName).endsWith("/SubscribeEvents")) {
+          if (!stream.cursor.isEmpty()
+              && String.valueOf(stream.methodName).endsWith("/SubscribeEvents")) {
             Object scope = stream.request.getOrDefault("scope", "SUBSCRIPTION_SCOPE_UNSPECIFIED");
             boolean bySequence =
-                List.of("SUBSCRIPTION_SCOPE_UNSPECIFIED", "SUBSCRIPTION_SCOPE_SESSION").contains(scope)
+                List.of("SUBSCRIPTION_SCOPE_UNSPECIFIED", "SUBSCRIPTION_SCOPE_SESSION")
+                        .contains(scope)
                     || (scope instanceof Number && ((Number) scope).intValue() <= 1);
             stream.request.put(bySequence ? "after_sequence" : "after_cursor", stream.cursor);
           }
@@ -581,8 +588,10 @@ public final class Runner {
 
   private void expectFrames(
       Map<String, Object> step, Map<String, Object> variables, ScenarioStream stream) {
-    List<Object> expected = asList(Match.substitute(step.getOrDefault("frames", List.of()), variables));
-    long deadline = System.currentTimeMillis() + millis(step.get("timeout_ms"), DEFAULT_FRAME_TIMEOUT_MS);
+    List<Object> expected =
+        asList(Match.substitute(step.getOrDefault("frames", List.of()), variables));
+    long deadline =
+        System.currentTimeMillis() + millis(step.get("timeout_ms"), DEFAULT_FRAME_TIMEOUT_MS);
     List<Object> received = new ArrayList<>();
     for (int i = 0; i < expected.size(); i++) {
       Object exp = expected.get(i);
@@ -617,7 +626,8 @@ public final class Runner {
 
   private void expectStreamError(
       Map<String, Object> step, Map<String, Object> variables, ScenarioStream stream) {
-    long deadline = System.currentTimeMillis() + millis(step.get("timeout_ms"), DEFAULT_FRAME_TIMEOUT_MS);
+    long deadline =
+        System.currentTimeMillis() + millis(step.get("timeout_ms"), DEFAULT_FRAME_TIMEOUT_MS);
     Object expected = Match.substitute(step.getOrDefault("error", Map.of()), variables);
     while (true) {
       long remaining = deadline - System.currentTimeMillis();
@@ -653,7 +663,8 @@ public final class Runner {
         throw new StepFailure("the stream ended before " + what);
       }
       if (next.failure() != null) {
-        throw new StepFailure("the stream failed before " + what + ": " + next.failure().describe());
+        throw new StepFailure(
+            "the stream failed before " + what + ": " + next.failure().describe());
       }
       if (next.frame().containsKey("heartbeat") && !wantsHeartbeat) {
         continue;
@@ -680,7 +691,8 @@ public final class Runner {
     Match.match(expected, actual, "error");
   }
 
-  private static void capture(Map<String, Object> step, Map<String, Object> variables, Object data) {
+  private static void capture(
+      Map<String, Object> step, Map<String, Object> variables, Object data) {
     Object captures = step.get("capture");
     if (captures == null) {
       return;
@@ -762,8 +774,14 @@ public final class Runner {
               lines.add(line);
               if ("fail".equals(result.get("status")) && result.get("step") != null) {
                 out.println(
-                    "FAIL " + result.get("scenario") + " step " + result.get("step") + " ("
-                        + result.getOrDefault("label", "") + "): " + result.get("message"));
+                    "FAIL "
+                        + result.get("scenario")
+                        + " step "
+                        + result.get("step")
+                        + " ("
+                        + result.getOrDefault("label", "")
+                        + "): "
+                        + result.get("message"));
               }
             });
     if (reportFile != null) {

@@ -83,19 +83,27 @@ public final class AgentLoop {
     return Value.newBuilder().setNumberValue(value).build();
   }
 
-  /** The fake model: calls multiply for a question about a product, then answers with its result. */
+  /**
+   * The fake model: calls multiply for a question about a product, then answers with its result.
+   */
   static Reply fakeModel(List<Content> contents) {
     int promptTokens = contents.toString().length() / 4;
-    Content last = contents.isEmpty() ? Content.getDefaultInstance() : contents.get(contents.size() - 1);
+    Content last =
+        contents.isEmpty() ? Content.getDefaultInstance() : contents.get(contents.size() - 1);
     for (Part part : last.getPartsList()) {
       if (part.hasFunctionResponse()) {
         Value result = part.getFunctionResponse().getResponse().getFieldsOrThrow("result");
         return new Reply(
-            List.of(text("17 * 23 = " + Fingerprint.canonicalize(result.getNumberValue()))), promptTokens);
+            List.of(text("17 * 23 = " + Fingerprint.canonicalize(result.getNumberValue()))),
+            promptTokens);
       }
     }
     String question =
-        last.getPartsList().stream().filter(Part::hasText).map(Part::getText).findFirst().orElse("");
+        last.getPartsList().stream()
+            .filter(Part::hasText)
+            .map(Part::getText)
+            .findFirst()
+            .orElse("");
     Matcher factors = PRODUCT.matcher(question);
     if (!factors.find()) {
       return new Reply(List.of(text("I can only multiply.")), promptTokens);
@@ -106,7 +114,11 @@ public final class AgentLoop {
             .putFields("b", number(Double.parseDouble(factors.group(2))))
             .build();
     FunctionCall call =
-        FunctionCall.newBuilder().setId("call-" + UUID.randomUUID()).setName("multiply").setArgs(args).build();
+        FunctionCall.newBuilder()
+            .setId("call-" + UUID.randomUUID())
+            .setName("multiply")
+            .setArgs(args)
+            .build();
     return new Reply(List.of(Part.newBuilder().setFunctionCall(call).build()), promptTokens);
   }
 
@@ -116,12 +128,17 @@ public final class AgentLoop {
         .map(
             part -> {
               if (part.hasFunctionCall()) {
-                return "call " + part.getFunctionCall().getName() + "("
-                    + Fingerprint.canonicalize(Fingerprint.json(part.getFunctionCall().getArgs())) + ")";
+                return "call "
+                    + part.getFunctionCall().getName()
+                    + "("
+                    + Fingerprint.canonicalize(Fingerprint.json(part.getFunctionCall().getArgs()))
+                    + ")";
               }
               if (part.hasFunctionResponse()) {
-                return part.getFunctionResponse().getName() + " -> "
-                    + Fingerprint.canonicalize(Fingerprint.json(part.getFunctionResponse().getResponse()));
+                return part.getFunctionResponse().getName()
+                    + " -> "
+                    + Fingerprint.canonicalize(
+                        Fingerprint.json(part.getFunctionResponse().getResponse()));
               }
               return part.getText().replace("\n", " ");
             })
@@ -134,10 +151,12 @@ public final class AgentLoop {
         ContextEngineClient.builder().target(target).timeout(Duration.ofSeconds(5)).build()) {
       SessionRef session =
           SessionRef.of(
-              ce.createSession(CreateSessionRequest.newBuilder().setAppName(APP).setUserId("ada").build())
+              ce.createSession(
+                      CreateSessionRequest.newBuilder().setAppName(APP).setUserId("ada").build())
                   .getSession());
       String invocationId = "inv-" + UUID.randomUUID();
-      BuildContextRequest contextRequest = session.buildContext(AGENT).toBuilder().setModel(MODEL).build();
+      BuildContextRequest contextRequest =
+          session.buildContext(AGENT).toBuilder().setModel(MODEL).build();
 
       // 1. The user's message (the client gives it an id, so a retried append is not a duplicate).
       ce.appendEvent(session.appendEvent(SessionRef.said("user", invocationId, question)));
@@ -151,12 +170,14 @@ public final class AgentLoop {
                 .setAuthor(AGENT)
                 .setInvocationId(invocationId)
                 .setContent(Content.newBuilder().setRole("model").addAllParts(reply.parts()))
-                .setUsageMetadata(UsageMetadata.newBuilder().setPromptTokenCount(reply.promptTokens()))
+                .setUsageMetadata(
+                    UsageMetadata.newBuilder().setPromptTokenCount(reply.promptTokens()))
                 .build();
         AppendEventResponse recorded =
             ce.appendEvent(
                 session.appendEvent(answer).toBuilder()
-                    .setExpectedLastSequence(context.getLastSequence()) // nobody else wrote in between
+                    .setExpectedLastSequence(
+                        context.getLastSequence()) // nobody else wrote in between
                     .build());
         List<FunctionCall> calls = new ArrayList<>();
         for (Part part : reply.parts()) {
@@ -175,9 +196,16 @@ public final class AgentLoop {
                 .setSessionId(session.sessionId())
                 .setExpectedLastSequence(recorded.getLastSequence());
         for (FunctionCall call : calls) {
-          Struct response = TOOLS.getOrDefault(call.getName(), a -> Struct.getDefaultInstance()).apply(call.getArgs());
+          Struct response =
+              TOOLS
+                  .getOrDefault(call.getName(), a -> Struct.getDefaultInstance())
+                  .apply(call.getArgs());
           FunctionResponse result =
-              FunctionResponse.newBuilder().setId(call.getId()).setName(call.getName()).setResponse(response).build();
+              FunctionResponse.newBuilder()
+                  .setId(call.getId())
+                  .setName(call.getName())
+                  .setResponse(response)
+                  .build();
           results.addEvents(
               Event.newBuilder()
                   .setAuthor(AGENT)
@@ -196,12 +224,21 @@ public final class AgentLoop {
       // 5. What the next model call would see.
       BuildContextResponse context = ce.buildContext(contextRequest);
       System.out.println(
-          "context for " + AGENT + " in session " + session.sessionId() + ": "
-              + context.getContentsCount() + " contents, " + context.getTokenEstimate().getTokens()
-              + " tokens (" + context.getTokenEstimate().getCounter() + "), last sequence "
+          "context for "
+              + AGENT
+              + " in session "
+              + session.sessionId()
+              + ": "
+              + context.getContentsCount()
+              + " contents, "
+              + context.getTokenEstimate().getTokens()
+              + " tokens ("
+              + context.getTokenEstimate().getCounter()
+              + "), last sequence "
               + context.getLastSequence());
       for (Content content : context.getContentsList()) {
-        System.out.println("  " + String.format("%-5s", content.getRole()) + " | " + render(content));
+        System.out.println(
+            "  " + String.format("%-5s", content.getRole()) + " | " + render(content));
       }
       return context.getContentsList();
     }
@@ -221,8 +258,13 @@ public final class AgentLoop {
       agentLoop(target, question);
     } catch (ContextEngineException e) {
       System.err.println(
-          "error: " + e.getMessage() + " (code " + e.code() + ", reason "
-              + (e.reason().isEmpty() ? "none" : e.reason()) + ")");
+          "error: "
+              + e.getMessage()
+              + " (code "
+              + e.code()
+              + ", reason "
+              + (e.reason().isEmpty() ? "none" : e.reason())
+              + ")");
       System.exit(1);
     }
   }

@@ -10,12 +10,15 @@ public final class ReadmeExample {
 
   public static void main(String[] args) {
     // README begin
-    try (ContextEngineClient ce = ContextEngineClient.builder()
-        .target(System.getenv().getOrDefault("CONTEXTENGINE_TARGET", "127.0.0.1:50151"))
-        .timeout(Duration.ofSeconds(5)) // the whole call, retries included
-        .build()) {
-      Session session = ce.createSession(CreateSessionRequest.newBuilder()
-          .setAppName("demo").setUserId("zoe").build()).getSession();
+    try (ContextEngineClient ce =
+        ContextEngineClient.builder()
+            .target(System.getenv().getOrDefault("CONTEXTENGINE_TARGET", "127.0.0.1:50151"))
+            .timeout(Duration.ofSeconds(5)) // the whole call, retries included
+            .build()) {
+      Session session =
+          ce.createSession(
+                  CreateSessionRequest.newBuilder().setAppName("demo").setUserId("zoe").build())
+              .getSession();
       SessionRef ref = SessionRef.of(session);
 
       ce.appendEvent(ref.appendEvent(SessionRef.said("user", "inv-1", "Hi!")));
@@ -29,7 +32,8 @@ public final class ReadmeExample {
       }
 
       // A followed stream: reopened from the last cursor when the connection drops.
-      try (FollowedStream<SubscribeEventsResponse> frames = ce.subscribeEvents(ref.subscribeEvents())) {
+      try (FollowedStream<SubscribeEventsResponse> frames =
+          ce.subscribeEvents(ref.subscribeEvents())) {
         while (frames.hasNext()) {
           if (frames.next().hasCaughtUp()) {
             break; // the stored events are behind us

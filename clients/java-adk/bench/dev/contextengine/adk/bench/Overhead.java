@@ -11,7 +11,6 @@ import com.google.adk.models.BaseLlm;
 import com.google.adk.models.BaseLlmConnection;
 import com.google.adk.models.LlmRequest;
 import com.google.adk.models.LlmResponse;
-import io.reactivex.rxjava3.core.Flowable;
 import com.google.adk.sessions.BaseSessionService;
 import com.google.adk.sessions.InMemorySessionService;
 import com.google.adk.sessions.Session;
@@ -22,6 +21,7 @@ import dev.contextengine.adk.ContextEnginePlugin;
 import dev.contextengine.adk.ContextEngineSessionService;
 import dev.contextengine.client.ContextEngineClient;
 import dev.contextengine.v1.AppendEventsRequest;
+import io.reactivex.rxjava3.core.Flowable;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -31,14 +31,14 @@ import java.util.Optional;
 import java.util.UUID;
 
 /**
- * Per model call overhead of the ADK Java drop-ins against ADK Java's own in-memory session
- * service and in-process contents building, at 100 / 1,000 / 10,000 events, in one run.
+ * Per model call overhead of the ADK Java drop-ins against ADK Java's own in-memory session service
+ * and in-process contents building, at 100 / 1,000 / 10,000 events, in one run.
  *
  * <p>One model call's work outside the model: the contents of the request (drop-ins: {@code
- * ContextEnginePlugin.beforeModelCallback}, one BuildContext RPC; ADK: its {@code Contents}
- * request processor over the session's events) and recording the model's answer ({@code
- * appendEvent}: one AppendEvent RPC; ADK: {@code InMemorySessionService.appendEvent}). Prints the
- * median of {@code calls} calls per size (after warm-up) and the ratio.
+ * ContextEnginePlugin.beforeModelCallback}, one BuildContext RPC; ADK: its {@code Contents} request
+ * processor over the session's events) and recording the model's answer ({@code appendEvent}: one
+ * AppendEvent RPC; ADK: {@code InMemorySessionService.appendEvent}). Prints the median of {@code
+ * calls} calls per size (after warm-up) and the ratio.
  *
  * <pre>java -cp ... dev.contextengine.adk.bench.Overhead [host:port] [calls]</pre>
  */
@@ -51,7 +51,16 @@ public final class Overhead {
         .id(Event.generateEventId())
         .invocationId("inv-" + (i / 2))
         .author(user ? "user" : "root")
-        .content(Content.builder().role(user ? "user" : "model").parts(List.of(Part.fromText((user ? "question " : "answer ") + i + " about the trip and the weather"))).build())
+        .content(
+            Content.builder()
+                .role(user ? "user" : "model")
+                .parts(
+                    List.of(
+                        Part.fromText(
+                            (user ? "question " : "answer ")
+                                + i
+                                + " about the trip and the weather")))
+                .build())
         .actions(EventActions.builder().build())
         .timestamp(millis)
         .build();
@@ -76,7 +85,8 @@ public final class Overhead {
   /** The command line. */
   public static void main(String[] args) {
     String env = System.getenv("CONTEXTENGINE_TARGET");
-    String target = args.length > 0 ? args[0] : env != null && !env.isBlank() ? env : "127.0.0.1:50151";
+    String target =
+        args.length > 0 ? args[0] : env != null && !env.isBlank() ? env : "127.0.0.1:50151";
     int calls = args.length > 1 ? Integer.parseInt(args[1]) : 30;
     // a model object (never called: only the work around the call is measured), so neither side
     // needs an API key to resolve a model name
@@ -92,7 +102,8 @@ public final class Overhead {
             throw new UnsupportedOperationException("not called by the benchmark");
           }
         };
-    LlmAgent agent = LlmAgent.builder().name("root").model(model).instruction("You plan trips.").build();
+    LlmAgent agent =
+        LlmAgent.builder().name("root").model(model).instruction("You plan trips.").build();
     System.out.printf("%-8s %14s %14s %8s%n", "events", "drop-ins ms", "adk-java ms", "ratio");
     try (ContextEngineClient client =
         ContextEngineClient.builder().target(target).timeout(Duration.ofSeconds(60)).build()) {
@@ -109,7 +120,13 @@ public final class Overhead {
         for (int i = 0; i < size; i++) {
           batch.add(AdkConvert.eventToProto(event(i, start + i * 10L)));
           if (batch.size() == 500 || i == size - 1) {
-            client.appendEvents(AppendEventsRequest.newBuilder().setAppName(app).setUserId("u").setSessionId("s").addAllEvents(batch).build());
+            client.appendEvents(
+                AppendEventsRequest.newBuilder()
+                    .setAppName(app)
+                    .setUserId("u")
+                    .setSessionId("s")
+                    .addAllEvents(batch)
+                    .build());
             batch.clear();
           }
         }
@@ -125,12 +142,18 @@ public final class Overhead {
         int warm = 10;
         for (int k = -warm; k < calls; k++) {
           long t0 = System.nanoTime();
-          CallbackContext cc = new CallbackContext(context(engine, ours, agent), EventActions.builder().build());
-          LlmRequest.Builder request = LlmRequest.builder().model("bench-model").contents(List.of());
+          CallbackContext cc =
+              new CallbackContext(context(engine, ours, agent), EventActions.builder().build());
+          LlmRequest.Builder request =
+              LlmRequest.builder().model("bench-model").contents(List.of());
           plugin.beforeModelCallback(cc, request).blockingGet();
           engine.appendEvent(ours, event(2 * k + 1, System.currentTimeMillis())).blockingGet();
           long t1 = System.nanoTime();
-          contents.processRequest(context(memory, theirs, agent), LlmRequest.builder().model("bench-model").contents(List.of()).build()).blockingGet();
+          contents
+              .processRequest(
+                  context(memory, theirs, agent),
+                  LlmRequest.builder().model("bench-model").contents(List.of()).build())
+              .blockingGet();
           memory.appendEvent(theirs, event(2 * k + 1, System.currentTimeMillis())).blockingGet();
           long t2 = System.nanoTime();
           if (k >= 0) {

@@ -10,8 +10,8 @@ import dev.contextengine.v1.GetAppConfigRequest;
 import dev.contextengine.v1.UpdateAppConfigRequest;
 
 /**
- * The ADK Java guide's "context tools" block, verbatim between the markers (ReadmeTest checks
- * both agree, and runs the agent in ADK Java's Runner).
+ * The ADK Java guide's "context tools" block, verbatim between the markers (ReadmeTest checks both
+ * agree, and runs the agent in ADK Java's Runner).
  */
 public final class ContextToolsAgent {
   private ContextToolsAgent() {}
@@ -20,12 +20,22 @@ public final class ContextToolsAgent {
   public static LlmAgent agent(ContextEngineClient client, String app, BaseLlm model) {
     // README begin
     // The engine's configuration of the app enables the tools (UpdateAppConfig replaces it whole).
-    AppConfig config = client.getAppConfig(GetAppConfigRequest.newBuilder().setAppName(app).build()).getConfig();
-    client.updateAppConfig(UpdateAppConfigRequest.newBuilder().setConfig(config.toBuilder().setAppName(app)
-        .setContextTools(ContextToolsConfig.newBuilder().setEnabled(true))).build());
-    LlmAgent root = LlmAgent.builder().name("root").instruction("You plan trips.").model(model)
-        .tools(new ContextEngineContextTools(client))  // BaseToolset: the seven context tools
-        .build();
+    AppConfig config =
+        client.getAppConfig(GetAppConfigRequest.newBuilder().setAppName(app).build()).getConfig();
+    client.updateAppConfig(
+        UpdateAppConfigRequest.newBuilder()
+            .setConfig(
+                config.toBuilder()
+                    .setAppName(app)
+                    .setContextTools(ContextToolsConfig.newBuilder().setEnabled(true)))
+            .build());
+    LlmAgent root =
+        LlmAgent.builder()
+            .name("root")
+            .instruction("You plan trips.")
+            .model(model)
+            .tools(new ContextEngineContextTools(client)) // BaseToolset: the seven context tools
+            .build();
     // README end
     return root;
   }

@@ -59,7 +59,9 @@ public final class TravelAgent {
       Part next = script.pollFirst();
       Part answer = next == null ? Part.fromText("(the script is over)") : next;
       return Flowable.just(
-          LlmResponse.builder().content(Content.builder().role("model").parts(List.of(answer)).build()).build());
+          LlmResponse.builder()
+              .content(Content.builder().role("model").parts(List.of(answer)).build())
+              .build());
     }
 
     @Override
@@ -69,7 +71,9 @@ public final class TravelAgent {
   }
 
   static Part call(String id, String name, Map<String, Object> args) {
-    return Part.builder().functionCall(FunctionCall.builder().id(id).name(name).args(args).build()).build();
+    return Part.builder()
+        .functionCall(FunctionCall.builder().id(id).name(name).args(args).build())
+        .build();
   }
 
   /** Runs the conversation against {@code target}; returns the session as the engine holds it. */
@@ -111,18 +115,27 @@ public final class TravelAgent {
               .artifactService(new InMemoryArtifactService())
               .plugins(new ContextEnginePlugin(client))
               .build();
-      Session session = sessions.createSession(app, "zoe", Map.of("user:home", "Porto"), null).blockingGet();
+      Session session =
+          sessions.createSession(app, "zoe", Map.of("user:home", "Porto"), null).blockingGet();
       for (String text : List.of("Weather in Lisbon?", "How much is 21 in USD?")) {
         System.out.println("user: " + text);
         for (Event event :
-            runner.runAsync("zoe", session.id(), Content.fromParts(Part.fromText(text))).toList().blockingGet()) {
+            runner
+                .runAsync("zoe", session.id(), Content.fromParts(Part.fromText(text)))
+                .toList()
+                .blockingGet()) {
           System.out.println("  " + event.author() + ": " + event.stringifyContent());
         }
       }
-      Session stored = sessions.getSession(app, "zoe", session.id(), java.util.Optional.empty()).blockingGet();
+      Session stored =
+          sessions.getSession(app, "zoe", session.id(), java.util.Optional.empty()).blockingGet();
       System.out.println(
-          "engine: " + stored.events().size() + " events, state " + stored.state()
-              + ", model request sizes " + model.requestSizes);
+          "engine: "
+              + stored.events().size()
+              + " events, state "
+              + stored.state()
+              + ", model request sizes "
+              + model.requestSizes);
       return stored;
     }
   }
@@ -130,7 +143,8 @@ public final class TravelAgent {
   /** {@code TravelAgent [host:port]}. */
   public static void main(String[] args) {
     String env = System.getenv("CONTEXTENGINE_TARGET");
-    String target = args.length > 0 ? args[0] : env != null && !env.isBlank() ? env : "127.0.0.1:50151";
+    String target =
+        args.length > 0 ? args[0] : env != null && !env.isBlank() ? env : "127.0.0.1:50151";
     run(target);
   }
 }

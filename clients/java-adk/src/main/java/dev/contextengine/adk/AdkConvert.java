@@ -35,28 +35,28 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>ADK Java's {@link Event} mirrors the engine's {@code Event} field for field (the engine's is
  * ADK Python's superset), so an event converts through its JSON form: ADK's own Jackson mapper
- * writes it, {@link JsonFormat} parses it strictly into the proto (a key the proto does not know
- * is an {@link IllegalArgumentException}, never dropped), and back. On the way:
+ * writes it, {@link JsonFormat} parses it strictly into the proto (a key the proto does not know is
+ * an {@link IllegalArgumentException}, never dropped), and back. On the way:
  *
  * <ul>
  *   <li><b>Time</b>: ADK Java's {@code Event.timestamp} and {@code EventCompaction.start/
  *       endTimestamp} are epoch milliseconds, the engine's are seconds (a double); milliseconds
  *       survive a round trip exactly, an engine timestamp with finer precision (ADK Python's) is
  *       rounded to the millisecond.
- *   <li><b>{@link State#REMOVED}</b> in a state delta is stored as JSON {@code null}, which is
- *       what the engine (and ADK Python, which never deletes) keeps for it; read back, a {@code
- *       null} in a delta is {@link State#REMOVED} again and a {@code null} state value is an
- *       absent key (Java's concurrent maps hold no nulls), so a removal stays a removal.
- *   <li><b>Numbers</b> inside JSON-valued fields ({@code Struct}, {@code Value}, {@code
- *       ListValue}: state deltas, function-call arguments and responses, custom metadata,
- *       grounding) are doubles in protobuf; an integral one below 2^53 comes back as an {@link
- *       Integer} (a {@link Long} outside the int range), as ADK Java's tools produce them; {@code
- *       -0.0} stays a double. A double that happened to be integral ({@code 2.0}) therefore comes
- *       back as {@code 2}, the one loss of this conversion.
+ *   <li><b>{@link State#REMOVED}</b> in a state delta is stored as JSON {@code null}, which is what
+ *       the engine (and ADK Python, which never deletes) keeps for it; read back, a {@code null} in
+ *       a delta is {@link State#REMOVED} again and a {@code null} state value is an absent key
+ *       (Java's concurrent maps hold no nulls), so a removal stays a removal.
+ *   <li><b>Numbers</b> inside JSON-valued fields ({@code Struct}, {@code Value}, {@code ListValue}:
+ *       state deltas, function-call arguments and responses, custom metadata, grounding) are
+ *       doubles in protobuf; an integral one below 2^53 comes back as an {@link Integer} (a {@link
+ *       Long} outside the int range), as ADK Java's tools produce them; {@code -0.0} stays a
+ *       double. A double that happened to be integral ({@code 2.0}) therefore comes back as {@code
+ *       2}, the one loss of this conversion.
  *   <li>The engine's own fields ({@code sequence}, {@code pinned}, {@code contextEdits}, {@code
- *       EventCompaction.start_sequence / end_sequence}) are left out, and so are fields of the engine's {@code
- *       Event} that ADK Java's has no place for ({@link #FIELDS_ADK_JAVA_LACKS}: they come from
- *       ADK Python or TypeScript writers, or from the engine's rewind).
+ *       EventCompaction.start_sequence / end_sequence}) are left out, and so are fields of the
+ *       engine's {@code Event} that ADK Java's has no place for ({@link #FIELDS_ADK_JAVA_LACKS}:
+ *       they come from ADK Python or TypeScript writers, or from the engine's rewind).
  *   <li>{@code EventActions.deletedArtifactIds} has no place in the engine's {@code Event}: a
  *       non-empty set is refused ({@link IllegalArgumentException}) rather than dropped.
  * </ul>
@@ -76,11 +76,25 @@ public final class AdkConvert {
    */
   public static final Set<String> FIELDS_ADK_JAVA_LACKS =
       Set.of(
-          "turn_complete_reason", "interaction_status", "live_session_resumption_update",
-          "live_session_id", "go_away", "voice_activity", "logprobs_result", "cache_metadata",
-          "citation_metadata", "interaction_id", "environment_id", "output", "node_info",
-          "isolation_scope", "actions.transfer_reason", "actions.agent_state",
-          "actions.rewind_before_invocation_id", "actions.route", "actions.render_ui_widgets",
+          "turn_complete_reason",
+          "interaction_status",
+          "live_session_resumption_update",
+          "live_session_id",
+          "go_away",
+          "voice_activity",
+          "logprobs_result",
+          "cache_metadata",
+          "citation_metadata",
+          "interaction_id",
+          "environment_id",
+          "output",
+          "node_info",
+          "isolation_scope",
+          "actions.transfer_reason",
+          "actions.agent_state",
+          "actions.rewind_before_invocation_id",
+          "actions.route",
+          "actions.render_ui_widgets",
           "actions.set_model_response");
 
   /**
@@ -96,10 +110,14 @@ public final class AdkConvert {
           "content.parts[].mediaResolution.num_tokens",
           "content.parts[].functionResponse.parts[].inline_data",
           "content.parts[].functionResponse.parts[].file_data",
-          "inputTranscription.startOffset", "inputTranscription.endOffset",
-          "inputTranscription.speakerLabel", "inputTranscription.words",
-          "outputTranscription.startOffset", "outputTranscription.endOffset",
-          "outputTranscription.speakerLabel", "outputTranscription.words");
+          "inputTranscription.startOffset",
+          "inputTranscription.endOffset",
+          "inputTranscription.speakerLabel",
+          "inputTranscription.words",
+          "outputTranscription.startOffset",
+          "outputTranscription.endOffset",
+          "outputTranscription.speakerLabel",
+          "outputTranscription.words");
 
   private AdkConvert() {}
 
@@ -117,7 +135,10 @@ public final class AdkConvert {
       JsonNode deleted = actionsNode.remove("deletedArtifactIds");
       if (deleted != null && !deleted.isNull() && deleted.size() > 0) {
         throw new IllegalArgumentException(
-            "event " + event.id() + ": deletedArtifactIds " + deleted
+            "event "
+                + event.id()
+                + ": deletedArtifactIds "
+                + deleted
                 + " has no place in the engine's Event");
       }
       JsonNode compaction = actionsNode.get("compaction");
@@ -221,7 +242,9 @@ public final class AdkConvert {
       Object value = entry.getValue();
       tree.set(
           entry.getKey(),
-          value == null || value == State.REMOVED ? NullNode.getInstance() : MAPPER.valueToTree(value));
+          value == null || value == State.REMOVED
+              ? NullNode.getInstance()
+              : MAPPER.valueToTree(value));
     }
     Struct.Builder out = Struct.newBuilder();
     merge(tree, out, "state");
@@ -261,7 +284,9 @@ public final class AdkConvert {
         .build();
   }
 
-  /** Any JSON-object-shaped value (a genai {@code Tool}, a {@code ToolConfig}) as a {@code Struct}. */
+  /**
+   * Any JSON-object-shaped value (a genai {@code Tool}, a {@code ToolConfig}) as a {@code Struct}.
+   */
   public static Struct structOf(Object value) {
     Struct.Builder out = Struct.newBuilder();
     merge(MAPPER.valueToTree(value), out, value.getClass().getSimpleName());
@@ -271,7 +296,8 @@ public final class AdkConvert {
   /** Epoch seconds (a double) as an {@link Instant}, to the microsecond. */
   public static Instant instantOfSeconds(double seconds) {
     long micros = Math.round(seconds * 1_000_000.0);
-    return Instant.ofEpochSecond(Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000L);
+    return Instant.ofEpochSecond(
+        Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000L);
   }
 
   /** An {@link Instant} as epoch seconds (a double). */
@@ -279,7 +305,10 @@ public final class AdkConvert {
     return instant.getEpochSecond() + instant.getNano() / 1e9;
   }
 
-  /** A Java value of a protobuf {@code Value}: null, Boolean, String, Integer/Long/Double, Map, List. */
+  /**
+   * A Java value of a protobuf {@code Value}: null, Boolean, String, Integer/Long/Double, Map,
+   * List.
+   */
   public static Object plain(Value value) {
     switch (value.getKindCase()) {
       case NUMBER_VALUE:
@@ -338,7 +367,10 @@ public final class AdkConvert {
       PARSER.merge(MAPPER.writeValueAsString(tree), out);
     } catch (InvalidProtocolBufferException | JsonProcessingException e) {
       throw new IllegalArgumentException(
-          what + " does not fit the engine's " + out.getDescriptorForType().getName() + ": "
+          what
+              + " does not fit the engine's "
+              + out.getDescriptorForType().getName()
+              + ": "
               + e.getMessage(),
           e);
     }
@@ -362,7 +394,10 @@ public final class AdkConvert {
         continue;
       }
       com.google.genai.types.Part source = given.get(i);
-      source.functionCall().flatMap(c -> c.args()).ifPresent(args -> replace(part, "functionCall", "args", args));
+      source
+          .functionCall()
+          .flatMap(c -> c.args())
+          .ifPresent(args -> replace(part, "functionCall", "args", args));
       source
           .functionResponse()
           .flatMap(r -> r.response())
@@ -370,7 +405,8 @@ public final class AdkConvert {
     }
   }
 
-  private static void replace(ObjectNode part, String field, String key, Map<String, Object> value) {
+  private static void replace(
+      ObjectNode part, String field, String key, Map<String, Object> value) {
     if (part.get(field) instanceof ObjectNode node) {
       node.set(key, MAPPER.valueToTree(value));
     }
@@ -502,12 +538,14 @@ public final class AdkConvert {
         } else if (value.isObject()
             && valueField.getJavaType() == FieldDescriptor.JavaType.MESSAGE
             && !JSON_VALUES.contains(valueField.getMessageType().getFullName())) {
-          value.properties().forEach(
-              item -> {
-                if (item.getValue() instanceof ObjectNode o) {
-                  prune(valueField.getMessageType(), o);
-                }
-              });
+          value
+              .properties()
+              .forEach(
+                  item -> {
+                    if (item.getValue() instanceof ObjectNode o) {
+                      prune(valueField.getMessageType(), o);
+                    }
+                  });
         }
       } else if (field.isRepeated() && value instanceof ArrayNode array) {
         if (array.isEmpty()) {
@@ -533,7 +571,8 @@ public final class AdkConvert {
       if (field != null && isOffset(field) && entry.getValue().isTextual()) {
         String text = entry.getValue().asText();
         if (text.endsWith("s")) { // the engine's "1.5s" -> ISO-8601, what java.time.Duration reads
-          entry.setValue(JsonNodeFactory.instance.textNode("PT" + text.substring(0, text.length() - 1) + "S"));
+          entry.setValue(
+              JsonNodeFactory.instance.textNode("PT" + text.substring(0, text.length() - 1) + "S"));
         }
         continue;
       }
@@ -544,8 +583,11 @@ public final class AdkConvert {
       JsonNode value = entry.getValue();
       if (field.isMapField()) {
         FieldDescriptor valueField = kind.findFieldByName("value");
-        if (valueField.getJavaType() == FieldDescriptor.JavaType.MESSAGE && value instanceof ObjectNode o) {
-          o.properties().forEach(item -> item.setValue(restored(valueField.getMessageType(), item.getValue())));
+        if (valueField.getJavaType() == FieldDescriptor.JavaType.MESSAGE
+            && value instanceof ObjectNode o) {
+          o.properties()
+              .forEach(
+                  item -> item.setValue(restored(valueField.getMessageType(), item.getValue())));
         }
       } else if (field.isRepeated() && value instanceof ArrayNode array) {
         for (int i = 0; i < array.size(); i++) {
@@ -594,7 +636,8 @@ public final class AdkConvert {
         && (field.getName().equals("start_offset") || field.getName().equals("end_offset"));
   }
 
-  private static final Map<Descriptor, Map<String, FieldDescriptor>> FIELDS = new ConcurrentHashMap<>();
+  private static final Map<Descriptor, Map<String, FieldDescriptor>> FIELDS =
+      new ConcurrentHashMap<>();
 
   /** A field by its JSON name (or its proto name). */
   private static FieldDescriptor fieldOf(Descriptor descriptor, String name) {

@@ -39,17 +39,17 @@ import org.jspecify.annotations.Nullable;
  * FunctionDeclaration}s) and runs every call ({@code CallContextTool}) for the agent, branch and
  * invocation of the call's {@link ToolContext}, with the function call's id; ADK's {@code Runner}
  * appends the call and its answer as for any tool, and the engine records the answer's edit when
- * the {@link ContextEngineSessionService} appends it, so that every later {@code BuildContext}
- * (the {@link ContextEnginePlugin}'s) shows it and a rewind before the call undoes it. Use it with
- * the session service and the plugin on the same client (a run that resumes long-running calls is
- * known to the engine by the calls' invocation, {@link InvocationAliases}). ADK Java 1.8 has no
- * isolation scope: none is sent.
+ * the {@link ContextEngineSessionService} appends it, so that every later {@code BuildContext} (the
+ * {@link ContextEnginePlugin}'s) shows it and a rewind before the call undoes it. Use it with the
+ * session service and the plugin on the same client (a run that resumes long-running calls is known
+ * to the engine by the calls' invocation, {@link InvocationAliases}). ADK Java 1.8 has no isolation
+ * scope: none is sent.
  *
  * <p>The app's (or the session's) {@code ContextToolsConfig.enabled} must be set in the engine:
  * otherwise a call fails with the client's {@code ContextEngineException} ({@code
  * FAILED_PRECONDITION} / {@code CONTEXT_TOOLS_DISABLED}). What the model gets wrong (a range that
- * splits a call from its answer, arguments of the wrong shape) is answered to it ({@code ok}
- * false, {@code reason}, {@code rule}, {@code message}).
+ * splits a call from its answer, arguments of the wrong shape) is answered to it ({@code ok} false,
+ * {@code reason}, {@code rule}, {@code message}).
  */
 public final class ContextEngineContextTools implements BaseToolset {
   private final ContextEngineClient client;
@@ -105,7 +105,10 @@ public final class ContextEngineContextTools implements BaseToolset {
     return tools.get();
   }
 
-  /** A google-genai {@code FunctionDeclaration} JSON object as ADK Java's {@link FunctionDeclaration}. */
+  /**
+   * A google-genai {@code FunctionDeclaration} JSON object as ADK Java's {@link
+   * FunctionDeclaration}.
+   */
   static FunctionDeclaration declarationOf(Struct declaration) {
     try {
       return FunctionDeclaration.fromJson(JsonFormat.printer().print(declaration));
@@ -150,7 +153,8 @@ public final class ContextEngineContextTools implements BaseToolset {
 
     private CallContextToolRequest request(Map<String, Object> args, ToolContext toolContext) {
       InvocationContext context = toolContext.invocationContext();
-      FunctionCall.Builder call = FunctionCall.newBuilder().setName(name()).setArgs(AdkConvert.structOf(args));
+      FunctionCall.Builder call =
+          FunctionCall.newBuilder().setName(name()).setArgs(AdkConvert.structOf(args));
       toolContext.functionCallId().filter(id -> !id.isEmpty()).ifPresent(call::setId);
       String app = context.session().appName();
       String user = context.session().userId();

@@ -14,10 +14,10 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * ADK Java's {@link BaseMemoryService} over the engine's memory RPCs: long-term memory lives in
- * the engine next to the sessions (use it with a {@link ContextEngineSessionService} on the same
- * sidecar), searched per app and user with the engine's keyword search (google-adk's
- * tokenization, BM25 ranking).
+ * ADK Java's {@link BaseMemoryService} over the engine's memory RPCs: long-term memory lives in the
+ * engine next to the sessions (use it with a {@link ContextEngineSessionService} on the same
+ * sidecar), searched per app and user with the engine's keyword search (google-adk's tokenization,
+ * BM25 ranking).
  *
  * <ul>
  *   <li>{@code addSessionToMemory} adds the session as the engine stores it (rewound turns left
@@ -25,8 +25,8 @@ import java.util.Objects;
  *       have fails with the client's {@code ContextEngineException} (NOT_FOUND / {@code
  *       SESSION_NOT_FOUND}). Adding again is idempotent.
  *   <li>{@code searchMemory} returns at most the app's {@code MemoryConfig.max_results} (default
- *       10) memories, best first; a blank query finds nothing; only the first 10,000 characters
- *       of a query are searched. A {@code MemoryEntry}'s {@code timestamp} is the event's time in
+ *       10) memories, best first; a blank query finds nothing; only the first 10,000 characters of
+ *       a query are searched. A {@code MemoryEntry}'s {@code timestamp} is the event's time in
  *       ISO-8601 UTC ({@code Instant.toString()}; ADK Java's in-memory service reads the
  *       milliseconds as seconds there).
  * </ul>
@@ -60,7 +60,8 @@ public final class ContextEngineMemoryService implements BaseMemoryService {
         () -> {
           List<MemoryEntry> memories = new ArrayList<>();
           if (!query.isBlank()) {
-            String cut = query.length() > MAX_QUERY_CHARS ? query.substring(0, MAX_QUERY_CHARS) : query;
+            String cut =
+                query.length() > MAX_QUERY_CHARS ? query.substring(0, MAX_QUERY_CHARS) : query;
             dev.contextengine.v1.SearchMemoryResponse response =
                 client.searchMemory(
                     SearchMemoryRequest.newBuilder()

@@ -49,13 +49,13 @@ import java.util.Optional;
  *       Python does for that model), the invocation id and its user content, the system
  *       instruction, tools and tool config (for the prompt-cache fingerprint). The engine applies
  *       rewinds, other agents' turns, compaction summaries and, with a token threshold configured,
- *       compacts first: google-adk 2.13's (Python's) history, not ADK Java's own. The
- *       contents' genai form is kept (a bounded cache keyed by the engine's content, see {@link
+ *       compacts first: google-adk 2.13's (Python's) history, not ADK Java's own. The contents'
+ *       genai form is kept (a bounded cache keyed by the engine's content, see {@link
  *       #ContextEnginePlugin(ContextEngineClient, String, long)}): a call converts only the
- *       contents no earlier call had, not its whole history again; and the engine sends only
- *       the contents added since the agent's previous call ("contents since": a {@code
- *       ContextView} per session and agent view, see {@link #ContextEnginePlugin(ContextEngineClient,
- *       String, long, int)}), all of them after a rewind or a compaction.
+ *       contents no earlier call had, not its whole history again; and the engine sends only the
+ *       contents added since the agent's previous call ("contents since": a {@code ContextView} per
+ *       session and agent view, see {@link #ContextEnginePlugin(ContextEngineClient, String, long,
+ *       int)}), all of them after a rewind or a compaction.
  *   <li><b>Prompt caching</b>, when the engine's app configuration has a {@code
  *       context_cache_config}: a cache the decision names (reused, or created by the engine with
  *       {@code managed_gemini_caches}) is sent as {@code config.cachedContent}, without the system
@@ -69,8 +69,8 @@ import java.util.Optional;
  * <p>Configure compaction and caching in the engine, not in ADK: an {@code App} with ADK's own
  * {@code eventsCompactionConfig} or {@code contextCacheConfig} would summarise or cache a second
  * time; the plugin fails such a run with an {@link IllegalStateException} naming the setting. A
- * session the engine does not have fails the model call with an {@link IllegalStateException}
- * (the session service is on another sidecar); a sidecar that is down, with the client's {@link
+ * session the engine does not have fails the model call with an {@link IllegalStateException} (the
+ * session service is on another sidecar); a sidecar that is down, with the client's {@link
  * ContextEngineException} ({@code UNAVAILABLE}).
  */
 public final class ContextEnginePlugin extends BasePlugin {
@@ -111,8 +111,8 @@ public final class ContextEnginePlugin extends BasePlugin {
    * The plugin keeping, besides the converted contents, the last contents of at most {@code
    * contextViews} agent views of sessions (session, agent, branch, {@code includeContents}, model;
    * least recently used evicted), so that the engine sends a model call only the contents added
-   * since that view's previous call ("contents since"; all of them after a rewind or a
-   * compaction). 0: every call gets all the contents from the engine.
+   * since that view's previous call ("contents since"; all of them after a rewind or a compaction).
+   * 0: every call gets all the contents from the engine.
    */
   public ContextEnginePlugin(
       ContextEngineClient client, String name, long contentsCacheSize, int contextViews) {
@@ -148,8 +148,11 @@ public final class ContextEnginePlugin extends BasePlugin {
           } catch (ContextEngineException e) {
             if ("SESSION_NOT_FOUND".equals(e.reason())) {
               throw new IllegalStateException(
-                  "session " + build.getSessionId() + " is not on the plugin's sidecar ("
-                      + client.target() + "): give the plugin the session service's client",
+                  "session "
+                      + build.getSessionId()
+                      + " is not on the plugin's sidecar ("
+                      + client.target()
+                      + "): give the plugin the session service's client",
                   e);
             }
             throw e;
@@ -164,13 +167,16 @@ public final class ContextEnginePlugin extends BasePlugin {
 
   /**
    * ADK's {@code transfer_to_agent} answers with bookkeeping that differs by port: google-adk
-   * records {@code {"result": null}}, ADK Java {@code {}}. The engine's log, and with it the
-   * sizes its compaction weighs, must be google-adk's: the answer is recorded as google-adk's
-   * (the transfer itself, {@code actions.transferToAgent}, is unchanged).
+   * records {@code {"result": null}}, ADK Java {@code {}}. The engine's log, and with it the sizes
+   * its compaction weighs, must be google-adk's: the answer is recorded as google-adk's (the
+   * transfer itself, {@code actions.transferToAgent}, is unchanged).
    */
   @Override
   public Maybe<Map<String, Object>> afterToolCallback(
-      BaseTool tool, Map<String, Object> toolArgs, ToolContext toolContext, Map<String, Object> result) {
+      BaseTool tool,
+      Map<String, Object> toolArgs,
+      ToolContext toolContext,
+      Map<String, Object> result) {
     if (!TRANSFER_TOOL.equals(tool.name())) {
       return Maybe.empty();
     }
@@ -198,7 +204,8 @@ public final class ContextEnginePlugin extends BasePlugin {
    */
   private String storedInvocation(InvocationContext context) {
     Session session = context.session();
-    return aliases.stored(session.appName(), session.userId(), session.id(), context.invocationId());
+    return aliases.stored(
+        session.appName(), session.userId(), session.id(), context.invocationId());
   }
 
   /**
@@ -238,8 +245,11 @@ public final class ContextEnginePlugin extends BasePlugin {
     if (!found.isEmpty()) {
       String names = String.join(" and ", found);
       throw new IllegalStateException(
-          "the app configures ADK's own " + names + " and the ContextEnginePlugin: remove "
-              + names + " from the App and configure compaction and prompt caching in the "
+          "the app configures ADK's own "
+              + names
+              + " and the ContextEnginePlugin: remove "
+              + names
+              + " from the App and configure compaction and prompt caching in the "
               + "engine's app configuration (UpdateAppConfig), which the plugin applies");
     }
   }
@@ -254,14 +264,19 @@ public final class ContextEnginePlugin extends BasePlugin {
             .setSessionId(context.session().id())
             .setAgentName(agent.name())
             .setIncludeContents(
-                currentTurn ? IncludeContents.INCLUDE_CONTENTS_NONE : IncludeContents.INCLUDE_CONTENTS_DEFAULT)
+                currentTurn
+                    ? IncludeContents.INCLUDE_CONTENTS_NONE
+                    : IncludeContents.INCLUDE_CONTENTS_DEFAULT)
             .setModel(modelIdentity(agent, current.model().orElse("")))
             .setInvocationId(invocationId);
     context.branch().ifPresent(out::setBranch);
     context.userContent().ifPresent(c -> out.setUserContent(AdkConvert.contentToProto(c)));
     Optional<GenerateContentConfig> config = current.config();
     if (config.isPresent()) {
-      config.get().systemInstruction().ifPresent(s -> out.setSystemInstruction(AdkConvert.contentToProto(s)));
+      config
+          .get()
+          .systemInstruction()
+          .ifPresent(s -> out.setSystemInstruction(AdkConvert.contentToProto(s)));
       for (Tool tool : config.get().tools().orElse(List.of())) {
         out.addTools(AdkConvert.structOf(tool));
       }
@@ -272,12 +287,18 @@ public final class ContextEnginePlugin extends BasePlugin {
 
   /** Applies a cache decision to the request (package-private for its test). */
   static void applyCache(
-      LlmRequest.Builder request, LlmRequest current, List<Content> contents, CacheDecision decision) {
+      LlmRequest.Builder request,
+      LlmRequest current,
+      List<Content> contents,
+      CacheDecision decision) {
     if (decision.getCacheName().isEmpty()) {
       return; // fingerprint only, or a cache the agent would create: the whole request goes out
     }
     GenerateContentConfig.Builder config =
-        current.config().map(GenerateContentConfig::toBuilder).orElseGet(GenerateContentConfig::builder);
+        current
+            .config()
+            .map(GenerateContentConfig::toBuilder)
+            .orElseGet(GenerateContentConfig::builder);
     request.config(
         config
             .cachedContent(decision.getCacheName())

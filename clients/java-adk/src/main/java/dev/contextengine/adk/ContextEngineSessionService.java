@@ -35,29 +35,29 @@ import java.util.concurrent.ConcurrentMap;
 import org.jspecify.annotations.Nullable;
 
 /**
- * ADK Java's {@link BaseSessionService} over a contextengine sidecar: sessions, state and the
- * event log live in the engine, with google-adk 2.13's (Python's) semantics.
+ * ADK Java's {@link BaseSessionService} over a contextengine sidecar: sessions, state and the event
+ * log live in the engine, with google-adk 2.13's (Python's) semantics.
  *
  * <ul>
  *   <li>{@code createSession}: the state is split by scope by the engine ({@code app:} / {@code
  *       user:} keys go to the app and user state, {@code temp:} keys are dropped); the id is
  *       trimmed, and a UUID when none is given; an id in use fails with {@link
  *       SessionAlreadyExistsException}.
- *   <li>{@code getSession}: empty for a missing (or deleted) session. Without a config, the
- *       engine events of the last {@value #MAX_KEPT_SESSIONS} sessions read are kept, and reading
- *       one again fetches only the events appended since (a session deleted and re-created under
- *       the same id is read whole); every read converts them into new ADK events. {@link
+ *   <li>{@code getSession}: empty for a missing (or deleted) session. Without a config, the engine
+ *       events of the last {@value #MAX_KEPT_SESSIONS} sessions read are kept, and reading one
+ *       again fetches only the events appended since (a session deleted and re-created under the
+ *       same id is read whole); every read converts them into new ADK events. {@link
  *       GetSessionConfig#numRecentEvents()} (0: no events) and {@link
- *       GetSessionConfig#afterTimestamp()} ({@code timestamp >= afterTimestamp}) filter the
- *       events, combined, as ADK's services do. The state is merged ({@code app:} / {@code user:}
- *       keys included, overriding same-named session keys). The events are the session as ADK
- *       Java's {@code Runner} must see it to act as google-adk 2.13 does ({@link RunnerView}):
- *       rewinds applied (the events a rewind took away and the rewind events are left out), and
- *       without the engine's compaction summaries (ADK Java would apply them itself; the plugin's
- *       contents have them). {@code listEvents} returns the log as stored.
+ *       GetSessionConfig#afterTimestamp()} ({@code timestamp >= afterTimestamp}) filter the events,
+ *       combined, as ADK's services do. The state is merged ({@code app:} / {@code user:} keys
+ *       included, overriding same-named session keys). The events are the session as ADK Java's
+ *       {@code Runner} must see it to act as google-adk 2.13 does ({@link RunnerView}): rewinds
+ *       applied (the events a rewind took away and the rewind events are left out), and without the
+ *       engine's compaction summaries (ADK Java would apply them itself; the plugin's contents have
+ *       them). {@code listEvents} returns the log as stored.
  *   <li>{@code listSessions}: merged states, no events, ordered by {@code (lastUpdateTime, userId,
- *       id)} oldest first (ADK Python's order; ADK Java's in-memory service has none); a null
- *       user lists every user of the app.
+ *       id)} oldest first (ADK Python's order; ADK Java's in-memory service has none); a null user
+ *       lists every user of the app.
  *   <li>{@code deleteSession}: no error for a missing session.
  *   <li>{@code listEvents}: every event of the session, fetched page by page ({@link
  *       #listEvents(String, String, String, String, int)} returns one page and its {@code
@@ -66,38 +66,41 @@ import org.jspecify.annotations.Nullable;
  *       session.state()}, the event onto {@code session.events()}). A partial event is returned
  *       untouched and not stored; {@code temp:} keys of the delta are applied to the caller's
  *       session (as ADK Python and ADK Kotlin do) and removed from the event, which is what is
- *       stored; {@link State#REMOVED} is stored as {@code null} (see {@link AdkConvert}); the
- *       event keeps its id and timestamp; {@code session.lastUpdateTime()} becomes the event's
- *       timestamp. A missing or deleted session fails with ADK's {@link
- *       SessionNotFoundException}. A stale {@code Session} object (another writer appended since
- *       it was read) fails with {@link StaleSessionException}: the service remembers the engine's
- *       last sequence for each {@code Session} object it returned (weakly, by identity) and the
- *       append is conditional on it. Summaries the engine's own compaction appended meanwhile do
- *       not make the object stale. Appending the same event (same id) again is an idempotent
- *       replay. A message answering long-running calls resumes the calls' invocation, as
- *       google-adk's {@code Runner} does: its run's events are stored (and yielded) with that
- *       invocation id ({@link InvocationAliases}).
+ *       stored; {@link State#REMOVED} is stored as {@code null} (see {@link AdkConvert}); the event
+ *       keeps its id and timestamp; {@code session.lastUpdateTime()} becomes the event's timestamp.
+ *       A missing or deleted session fails with ADK's {@link SessionNotFoundException}. A stale
+ *       {@code Session} object (another writer appended since it was read) fails with {@link
+ *       StaleSessionException}: the service remembers the engine's last sequence for each {@code
+ *       Session} object it returned (weakly, by identity) and the append is conditional on it.
+ *       Summaries the engine's own compaction appended meanwhile do not make the object stale.
+ *       Appending the same event (same id) again is an idempotent replay. A message answering
+ *       long-running calls resumes the calls' invocation, as google-adk's {@code Runner} does: its
+ *       run's events are stored (and yielded) with that invocation id ({@link InvocationAliases}).
  * </ul>
  *
  * <p>Errors arrive through the Rx types' error channel. Besides the ones above, a sidecar that is
- * down or answers too late is the client's {@link ContextEngineException} (code {@code
- * UNAVAILABLE} / {@code DEADLINE_EXCEEDED}, the message naming the target); an event the engine
- * cannot hold is an {@link IllegalArgumentException}; a negative {@code numRecentEvents} is the
- * engine's {@code INVALID_ARGUMENT} as a {@link ContextEngineException}.
+ * down or answers too late is the client's {@link ContextEngineException} (code {@code UNAVAILABLE}
+ * / {@code DEADLINE_EXCEEDED}, the message naming the target); an event the engine cannot hold is
+ * an {@link IllegalArgumentException}; a negative {@code numRecentEvents} is the engine's {@code
+ * INVALID_ARGUMENT} as a {@link ContextEngineException}.
  *
- * <p>Calls block the subscribing thread (as ADK's in-memory service computes on it). The client
- * is shared, not owned: close it yourself.
+ * <p>Calls block the subscribing thread (as ADK's in-memory service computes on it). The client is
+ * shared, not owned: close it yourself.
  */
 public final class ContextEngineSessionService implements BaseSessionService {
   private static final int PAGE = 1000;
+
   /** Sessions whose events {@code getSession} keeps (each with all its engine events). */
   public static final int MAX_KEPT_SESSIONS = 16;
 
   private final ContextEngineClient client;
+
   /** The engine's last sequence each returned Session object has seen (identity, weak keys). */
   private final ConcurrentMap<Session, Long> seen = new MapMaker().weakKeys().makeMap();
+
   /** The engine events of the sessions read last (whole reads fetch only what is new). */
   private final SessionLogCache logs = new SessionLogCache(MAX_KEPT_SESSIONS);
+
   /** Runs that continue a long-running call's invocation (shared with the client's plugin). */
   private final InvocationAliases aliases;
 
@@ -130,7 +133,10 @@ public final class ContextEngineSessionService implements BaseSessionService {
 
   @Override
   public Single<Session> createSession(
-      String appName, String userId, @Nullable Map<String, Object> state, @Nullable String sessionId) {
+      String appName,
+      String userId,
+      @Nullable Map<String, Object> state,
+      @Nullable String sessionId) {
     return Single.fromCallable(
         () -> {
           String id = sessionId == null ? "" : sessionId.trim();
@@ -138,7 +144,10 @@ public final class ContextEngineSessionService implements BaseSessionService {
             id = UUID.randomUUID().toString();
           }
           CreateSessionRequest.Builder request =
-              CreateSessionRequest.newBuilder().setAppName(appName).setUserId(userId).setSessionId(id);
+              CreateSessionRequest.newBuilder()
+                  .setAppName(appName)
+                  .setUserId(userId)
+                  .setSessionId(id);
           if (state != null) {
             request.setState(AdkConvert.stateToStruct(state));
           }
@@ -165,7 +174,8 @@ public final class ContextEngineSessionService implements BaseSessionService {
                   .setSessionId(sessionId.trim());
           if (config != null && config.isPresent()) {
             config.get().numRecentEvents().ifPresent(request::setNumRecentEvents);
-            config.get()
+            config
+                .get()
                 .afterTimestamp()
                 .ifPresent(t -> request.setAfterTimestamp(AdkConvert.secondsOf(t)));
           }
@@ -260,8 +270,8 @@ public final class ContextEngineSessionService implements BaseSessionService {
   }
 
   /**
-   * One page of a session's events ({@code pageToken} "" for the first; {@code pageSize} 0 for
-   * the engine's default) with the token of the next page, if there is one.
+   * One page of a session's events ({@code pageToken} "" for the first; {@code pageSize} 0 for the
+   * engine's default) with the token of the next page, if there is one.
    */
   public Single<ListEventsResponse> listEvents(
       String appName, String userId, String sessionId, String pageToken, int pageSize) {
@@ -381,9 +391,9 @@ public final class ContextEngineSessionService implements BaseSessionService {
   }
 
   /**
-   * The session's last sequence if every event appended after {@code after} is one of the
-   * engine's own compaction summaries (which the runner's session leaves out, see {@link
-   * RunnerView}); null otherwise (another writer appended).
+   * The session's last sequence if every event appended after {@code after} is one of the engine's
+   * own compaction summaries (which the runner's session leaves out, see {@link RunnerView}); null
+   * otherwise (another writer appended).
    */
   private @Nullable Long afterEngineSummaries(Session session, long after) {
     dev.contextengine.v1.ListEventsResponse page =

@@ -11,10 +11,11 @@ import java.util.Optional;
 
 /**
  * "Contents since" for the plugin: a {@link ContextView} per (session, agent, branch, isolation
- * scope, {@code includeContents}, model), so that a model call receives from the engine only the contents added
- * since that agent view's previous call (all of them after a rewind or a compaction, which change
- * the prefix); the request still gets the whole contents. At most {@code maxViews} views are kept,
- * the least recently used dropped first; 0 turns it off (every call gets all the contents).
+ * scope, {@code includeContents}, model), so that a model call receives from the engine only the
+ * contents added since that agent view's previous call (all of them after a rewind or a compaction,
+ * which change the prefix); the request still gets the whole contents. At most {@code maxViews}
+ * views are kept, the least recently used dropped first; 0 turns it off (every call gets all the
+ * contents).
  *
  * <p>Sound whatever the key: the engine answers in full whenever the held contents are not the
  * first contents of its answer, so a view only decides what is saved, never what is built.
@@ -57,7 +58,9 @@ final class ContextViews {
             request.getSessionId(),
             request.getAgentName(),
             request.hasBranch() ? Optional.of(request.getBranch()) : Optional.empty(),
-            request.hasIsolationScope() ? Optional.of(request.getIsolationScope()) : Optional.empty(),
+            request.hasIsolationScope()
+                ? Optional.of(request.getIsolationScope())
+                : Optional.empty(),
             request.getIncludeContentsValue(),
             request.getModel());
     return views.computeIfAbsent(key, k -> client.contextView());

@@ -17,19 +17,19 @@ import org.jspecify.annotations.Nullable;
  * The answer to a long-running call resumes the call's invocation, as google-adk 2.13 (Python)
  * records it.
  *
- * <p>google-adk's {@code Runner}, given a message of function responses, looks for the calls
- * they answer in the session (rewinds applied); when every response has its call and all the
- * calls are of one invocation, the run continues that invocation: its events carry the call's
- * invocation id. ADK Java's {@code Runner} starts a new invocation for every message. The
- * difference is not only a name: the engine's sliding-window compaction counts invocations, and a
- * rewind to the answering turn removes the call's turn too in google-adk. So {@link
- * ContextEngineSessionService} records such a run's events under the call's invocation id (the
- * ADK {@code Event}s themselves are changed, so what the runner yields carries the id that is
- * stored), and {@link ContextEnginePlugin} names that invocation to the engine ({@code
- * BuildContext}, {@code EndInvocation}).
+ * <p>google-adk's {@code Runner}, given a message of function responses, looks for the calls they
+ * answer in the session (rewinds applied); when every response has its call and all the calls are
+ * of one invocation, the run continues that invocation: its events carry the call's invocation id.
+ * ADK Java's {@code Runner} starts a new invocation for every message. The difference is not only a
+ * name: the engine's sliding-window compaction counts invocations, and a rewind to the answering
+ * turn removes the call's turn too in google-adk. So {@link ContextEngineSessionService} records
+ * such a run's events under the call's invocation id (the ADK {@code Event}s themselves are
+ * changed, so what the runner yields carries the id that is stored), and {@link
+ * ContextEnginePlugin} names that invocation to the engine ({@code BuildContext}, {@code
+ * EndInvocation}).
  *
- * <p>One registry per client: the session service and the plugin of an app share their client.
- * At most {@value #MAX_ALIASES} runs are remembered (the oldest forgotten first).
+ * <p>One registry per client: the session service and the plugin of an app share their client. At
+ * most {@value #MAX_ALIASES} runs are remembered (the oldest forgotten first).
  */
 final class InvocationAliases {
   static final int MAX_ALIASES = 4096;
@@ -66,9 +66,9 @@ final class InvocationAliases {
   }
 
   /**
-   * Before {@code event} is stored for {@code session}: a user message of function responses
-   * that resumes an invocation (see the class documentation) makes its run's invocation an
-   * alias of that one; an event of an aliased run gets the invocation it continues.
+   * Before {@code event} is stored for {@code session}: a user message of function responses that
+   * resumes an invocation (see the class documentation) makes its run's invocation an alias of that
+   * one; an event of an aliased run gets the invocation it continues.
    */
   void apply(Session session, Event event) {
     String runner = event.invocationId();
@@ -94,10 +94,10 @@ final class InvocationAliases {
   }
 
   /**
-   * The invocation google-adk would resume for the message {@code event}: the one invocation of
-   * the calls its function responses answer, searched from the end of {@code events} (the
-   * runner's session: rewinds applied); null without responses, with a response whose call is
-   * not there, or with calls of several invocations.
+   * The invocation google-adk would resume for the message {@code event}: the one invocation of the
+   * calls its function responses answer, searched from the end of {@code events} (the runner's
+   * session: rewinds applied); null without responses, with a response whose call is not there, or
+   * with calls of several invocations.
    */
   static @Nullable String resumedInvocation(List<Event> events, Event event) {
     Set<String> ids = new HashSet<>();

@@ -9,8 +9,8 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The session as ADK Java's {@code Runner} must see it to act as google-adk 2.13 (Python) does:
- * the engine's log with rewinds applied and without the engine's compaction summaries.
+ * The session as ADK Java's {@code Runner} must see it to act as google-adk 2.13 (Python) does: the
+ * engine's log with rewinds applied and without the engine's compaction summaries.
  *
  * <ul>
  *   <li><b>Rewinds.</b> ADK Java 1.8 has no rewinds: handed the whole log, its {@code Runner}
@@ -18,16 +18,16 @@ import java.util.Map;
  *       routes on the log with rewinds applied), and its contents processor sees events a rewind
  *       took away. So the events a rewind took away, and the rewind events themselves, are left
  *       out, by google-adk's rule: walking the log from its end, a rewind naming invocation X
- *       removes itself and everything back to the first event of X, and the walk resumes before
- *       it (rewinds in a removed stretch have no effect); a rewind whose X does not appear
- *       earlier removes only itself.
- *   <li><b>Summaries.</b> ADK Java's own contents processor runs before {@link
- *       ContextEnginePlugin} replaces the contents. Handed a summary, it applies the summary's
- *       range itself, hides the calls the range covers, and fails the run ({@code
- *       IllegalStateException: No function call event found for function response IDs}) when a
- *       long-running call's answer arrives after a summary covered the call. The contents the
- *       model gets come from the engine, summaries applied there; so the summaries are left out
- *       of the session ADK Java runs on ({@code listEvents} still returns them).
+ *       removes itself and everything back to the first event of X, and the walk resumes before it
+ *       (rewinds in a removed stretch have no effect); a rewind whose X does not appear earlier
+ *       removes only itself.
+ *   <li><b>Summaries.</b> ADK Java's own contents processor runs before {@link ContextEnginePlugin}
+ *       replaces the contents. Handed a summary, it applies the summary's range itself, hides the
+ *       calls the range covers, and fails the run ({@code IllegalStateException: No function call
+ *       event found for function response IDs}) when a long-running call's answer arrives after a
+ *       summary covered the call. The contents the model gets come from the engine, summaries
+ *       applied there; so the summaries are left out of the session ADK Java runs on ({@code
+ *       listEvents} still returns them).
  * </ul>
  *
  * <p>Both rules look at the engine's messages only, so that the runner's session is the same

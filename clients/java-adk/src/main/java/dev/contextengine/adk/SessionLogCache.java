@@ -9,17 +9,17 @@ import java.util.Map;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The engine events of the sessions a session service read last, so that reading a session
- * again (ADK's Runner reads the whole session at every invocation) fetches only the events
- * appended since ({@code GetSession} with {@code after_sequence}): the sidecar neither reads nor
- * sends the rest of the log again.
+ * The engine events of the sessions a session service read last, so that reading a session again
+ * (ADK's Runner reads the whole session at every invocation) fetches only the events appended since
+ * ({@code GetSession} with {@code after_sequence}): the sidecar neither reads nor sends the rest of
+ * the log again.
  *
- * <p>Sound because a session's log is append-only: an event keeps its sequence and content
- * forever (rewinds and compaction summaries are new events). A session deleted and made again
- * under the same id is told apart by its {@code create_time} (and a last sequence below the kept
- * one) and read whole. What is kept is the engine's immutable messages; each read converts them
- * into new ADK {@code Event}s (ADK Java's events are mutable, so none is shared between reads).
- * At most {@code maxSessions} sessions are kept, the least recently read dropped first.
+ * <p>Sound because a session's log is append-only: an event keeps its sequence and content forever
+ * (rewinds and compaction summaries are new events). A session deleted and made again under the
+ * same id is told apart by its {@code create_time} (and a last sequence below the kept one) and
+ * read whole. What is kept is the engine's immutable messages; each read converts them into new ADK
+ * {@code Event}s (ADK Java's events are mutable, so none is shared between reads). At most {@code
+ * maxSessions} sessions are kept, the least recently read dropped first.
  */
 final class SessionLogCache {
   /** What is kept of one session. */
@@ -49,10 +49,11 @@ final class SessionLogCache {
   }
 
   /**
-   * The whole session: {@code message} read with {@code after_sequence = kept.lastSequence()}
-   * (or whole when {@code kept} is null) with the kept events in front; what is kept updated.
+   * The whole session: {@code message} read with {@code after_sequence = kept.lastSequence()} (or
+   * whole when {@code kept} is null) with the kept events in front; what is kept updated.
    */
-  synchronized Session update(String app, String user, String session, Session message, @Nullable Entry kept) {
+  synchronized Session update(
+      String app, String user, String session, Session message, @Nullable Entry kept) {
     List<Event> events = message.getEventsList();
     if (kept != null) {
       List<Event> all = new ArrayList<>(kept.events().size() + events.size());
@@ -61,7 +62,9 @@ final class SessionLogCache {
       events = all;
       message = message.toBuilder().clearEvents().addAllEvents(events).build();
     }
-    entries.put(key(app, user, session), new Entry(message.getCreateTime(), message.getLastSequence(), List.copyOf(events)));
+    entries.put(
+        key(app, user, session),
+        new Entry(message.getCreateTime(), message.getLastSequence(), List.copyOf(events)));
     return message;
   }
 

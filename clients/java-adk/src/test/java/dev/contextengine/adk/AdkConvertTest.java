@@ -68,7 +68,8 @@ class AdkConvertTest {
             .artifactDelta(Map.of("report.txt", 2))
             .transferToAgent("helper")
             .escalate(false)
-            .requestedAuthConfigs(new ConcurrentHashMap<>(Map.of("fc-1", Map.of("scheme", "oauth"))))
+            .requestedAuthConfigs(
+                new ConcurrentHashMap<>(Map.of("fc-1", Map.of("scheme", "oauth"))))
             .requestedToolConfirmations(new ConcurrentHashMap<>(Map.of("fc-2", confirmation)))
             .endOfAgent(true)
             .compaction(
@@ -84,16 +85,29 @@ class AdkConvertTest {
             .parts(
                 List.of(
                     Part.fromText("héllo ✓"),
-                    Part.builder().text("thinking").thought(true).thoughtSignature(new byte[] {1, 2, 3}).build(),
                     Part.builder()
-                        .functionCall(FunctionCall.builder().id("fc-1").name("convert").args(args).build())
+                        .text("thinking")
+                        .thought(true)
+                        .thoughtSignature(new byte[] {1, 2, 3})
+                        .build(),
+                    Part.builder()
+                        .functionCall(
+                            FunctionCall.builder().id("fc-1").name("convert").args(args).build())
                         .build(),
                     Part.builder()
                         .functionResponse(
-                            FunctionResponse.builder().id("fc-0").name("lookup").response(Map.of("usd", 14)).build())
+                            FunctionResponse.builder()
+                                .id("fc-0")
+                                .name("lookup")
+                                .response(Map.of("usd", 14))
+                                .build())
                         .build(),
                     Part.builder()
-                        .inlineData(Blob.builder().mimeType("image/png").data(new byte[] {0, 1, (byte) 255}).build())
+                        .inlineData(
+                            Blob.builder()
+                                .mimeType("image/png")
+                                .data(new byte[] {0, 1, (byte) 255})
+                                .build())
                         .build()))
             .build();
     return Event.builder()
@@ -141,7 +155,8 @@ class AdkConvertTest {
     Event back = AdkConvert.eventFromProto(proto);
     assertEquals(json(event), json(back));
     assertSame(State.REMOVED, back.actions().stateDelta().get("gone"));
-    Map<String, Object> argsBack = back.content().get().parts().get().get(2).functionCall().get().args().get();
+    Map<String, Object> argsBack =
+        back.content().get().parts().get().get(2).functionCall().get().args().get();
     assertInstanceOf(Integer.class, argsBack.get("amount"));
     assertInstanceOf(Long.class, argsBack.get("big"));
     assertInstanceOf(Double.class, argsBack.get("ratio"));
@@ -158,19 +173,39 @@ class AdkConvertTest {
     Map<String, Object> response = new LinkedHashMap<>();
     response.put("result", null);
     response.put("nested", nested);
-    Event event = Event.builder().id("e-n").author("root").timestamp(1000L)
-        .content(Content.builder().role("model").parts(List.of(
-            Part.builder().functionCall(FunctionCall.builder().id("c").name("f").args(args).build()).build(),
-            Part.builder().functionResponse(FunctionResponse.builder().id("c").name("f").response(response).build()).build()))
-            .build())
-        .build();
+    Event event =
+        Event.builder()
+            .id("e-n")
+            .author("root")
+            .timestamp(1000L)
+            .content(
+                Content.builder()
+                    .role("model")
+                    .parts(
+                        List.of(
+                            Part.builder()
+                                .functionCall(
+                                    FunctionCall.builder().id("c").name("f").args(args).build())
+                                .build(),
+                            Part.builder()
+                                .functionResponse(
+                                    FunctionResponse.builder()
+                                        .id("c")
+                                        .name("f")
+                                        .response(response)
+                                        .build())
+                                .build()))
+                    .build())
+            .build();
     dev.contextengine.v1.Content content = AdkConvert.eventToProto(event).getContent();
     // ADK's own mapper would write {} and {"nested": {"k": 1}}: google-adk keeps the None
-    assertEquals(Value.KindCase.NULL_VALUE,
+    assertEquals(
+        Value.KindCase.NULL_VALUE,
         content.getParts(0).getFunctionCall().getArgs().getFieldsOrThrow("city").getKindCase());
     Struct stored = content.getParts(1).getFunctionResponse().getResponse();
     assertEquals(Value.KindCase.NULL_VALUE, stored.getFieldsOrThrow("result").getKindCase());
-    assertEquals(Value.KindCase.NULL_VALUE,
+    assertEquals(
+        Value.KindCase.NULL_VALUE,
         stored.getFieldsOrThrow("nested").getStructValue().getFieldsOrThrow("gone").getKindCase());
   }
 
@@ -190,21 +225,23 @@ class AdkConvertTest {
   /**
    * A golden engine event (written by google-adk 2.13) read into ADK Java and written back is the
    * same event, but for what ADK Java cannot hold (AdkConvert.FIELDS_ADK_JAVA_LACKS, the engine's
-   * own fields, custom metadata values other than strings/numbers/string lists) and the
-   * timestamps, rounded to the millisecond.
+   * own fields, custom metadata values other than strings/numbers/string lists) and the timestamps,
+   * rounded to the millisecond.
    */
   @ParameterizedTest
   @MethodSource("golden")
   void goldenEventsRoundTrip(Path file) throws Exception {
-    dev.contextengine.v1.Event original = dev.contextengine.v1.Event.parseFrom(Files.readAllBytes(file));
+    dev.contextengine.v1.Event original =
+        dev.contextengine.v1.Event.parseFrom(Files.readAllBytes(file));
     dev.contextengine.v1.Event back = AdkConvert.eventToProto(AdkConvert.eventFromProto(original));
     dev.contextengine.v1.Event want = expected(original);
     if (!want.equals(back)) {
       List<String> paths = new java.util.ArrayList<>();
       diff("", protoJson(want), protoJson(back), paths);
       paths.removeIf(
-          p -> AdkConvert.GENAI_JAVA_LACKS.stream()
-              .anyMatch(lost -> p.replaceAll("\\[\\d+\\]", "[]").startsWith("." + lost)));
+          p ->
+              AdkConvert.GENAI_JAVA_LACKS.stream()
+                  .anyMatch(lost -> p.replaceAll("\\[\\d+\\]", "[]").startsWith("." + lost)));
       assertEquals(List.of(), paths, file.getFileName().toString());
     }
   }
@@ -235,11 +272,18 @@ class AdkConvertTest {
     }
     if (out.hasCustomMetadata()) {
       Struct.Builder kept = Struct.newBuilder();
-      out.getCustomMetadata().getFieldsMap().forEach((k, v) -> {
-        if (v.hasStringValue() || v.hasNumberValue() || allStrings(v)) {
-          kept.putFields(k, v.hasNumberValue() ? Value.newBuilder().setNumberValue((float) v.getNumberValue()).build() : v);
-        }
-      });
+      out.getCustomMetadata()
+          .getFieldsMap()
+          .forEach(
+              (k, v) -> {
+                if (v.hasStringValue() || v.hasNumberValue() || allStrings(v)) {
+                  kept.putFields(
+                      k,
+                      v.hasNumberValue()
+                          ? Value.newBuilder().setNumberValue((float) v.getNumberValue()).build()
+                          : v);
+                }
+              });
       out.setCustomMetadata(kept);
     }
     if (!original.hasActions()) {
@@ -249,7 +293,8 @@ class AdkConvertTest {
   }
 
   static JsonNode protoJson(Message m) throws Exception {
-    return JsonBaseModel.getMapper().readTree(com.google.protobuf.util.JsonFormat.printer().print(m));
+    return JsonBaseModel.getMapper()
+        .readTree(com.google.protobuf.util.JsonFormat.printer().print(m));
   }
 
   /** The JSON paths where two trees differ. */
@@ -271,7 +316,8 @@ class AdkConvertTest {
   }
 
   static boolean allStrings(Value v) {
-    return v.hasListValue() && v.getListValue().getValuesList().stream().allMatch(Value::hasStringValue);
+    return v.hasListValue()
+        && v.getListValue().getValuesList().stream().allMatch(Value::hasStringValue);
   }
 
   static void clear(Message.Builder builder, String name) {

@@ -17,7 +17,10 @@ import org.junit.jupiter.api.Test;
 /** How the plugin applies the engine's prompt-cache decision to an ADK Java request. */
 class CacheDecisionTest {
   static final List<Content> CONTENTS =
-      List.of(Content.fromParts(Part.fromText("a")), Content.fromParts(Part.fromText("b")), Content.fromParts(Part.fromText("c")));
+      List.of(
+          Content.fromParts(Part.fromText("a")),
+          Content.fromParts(Part.fromText("b")),
+          Content.fromParts(Part.fromText("c")));
 
   static LlmRequest request() {
     return LlmRequest.builder()
@@ -26,7 +29,12 @@ class CacheDecisionTest {
         .config(
             GenerateContentConfig.builder()
                 .systemInstruction(Content.fromParts(Part.fromText("You plan trips.")))
-                .tools(List.of(Tool.builder().functionDeclarations(List.of(FunctionDeclaration.builder().name("lookup").build())).build()))
+                .tools(
+                    List.of(
+                        Tool.builder()
+                            .functionDeclarations(
+                                List.of(FunctionDeclaration.builder().name("lookup").build()))
+                            .build()))
                 .temperature(0.5f)
                 .build())
         .build();
@@ -37,7 +45,11 @@ class CacheDecisionTest {
     LlmRequest current = request();
     LlmRequest.Builder builder = current.toBuilder();
     CacheDecision reuse =
-        CacheDecision.newBuilder().setAction(CacheAction.CACHE_ACTION_REUSE).setCacheName("cachedContents/abc").setSendFromIndex(2).build();
+        CacheDecision.newBuilder()
+            .setAction(CacheAction.CACHE_ACTION_REUSE)
+            .setCacheName("cachedContents/abc")
+            .setSendFromIndex(2)
+            .build();
     ContextEnginePlugin.applyCache(builder, current, CONTENTS, reuse);
     LlmRequest sent = builder.build();
     GenerateContentConfig config = sent.config().orElseThrow();
@@ -53,7 +65,11 @@ class CacheDecisionTest {
   void noCacheNameSendsTheWholeRequest() {
     LlmRequest current = request();
     LlmRequest.Builder builder = current.toBuilder();
-    CacheDecision create = CacheDecision.newBuilder().setAction(CacheAction.CACHE_ACTION_CREATE).setSendFromIndex(2).build();
+    CacheDecision create =
+        CacheDecision.newBuilder()
+            .setAction(CacheAction.CACHE_ACTION_CREATE)
+            .setSendFromIndex(2)
+            .build();
     ContextEnginePlugin.applyCache(builder, current, CONTENTS, create);
     LlmRequest sent = builder.build();
     assertEquals(CONTENTS, sent.contents());

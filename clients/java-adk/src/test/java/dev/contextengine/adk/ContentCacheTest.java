@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The plugin's converted-contents cache gives what a fresh conversion gives, against a real
- * sidecar's BuildContext: after appends, a rewind, and a session deleted and re-created with
- * other events under the same id; a small bound (evictions) and no cache at all too.
+ * sidecar's BuildContext: after appends, a rewind, and a session deleted and re-created with other
+ * events under the same id; a small bound (evictions) and no cache at all too.
  */
 public class ContentCacheTest {
   static ContextEngineClient client;
@@ -33,7 +33,11 @@ public class ContentCacheTest {
 
   @BeforeAll
   static void connect() {
-    client = ContextEngineClient.builder().target(TestSidecar.shared()).timeout(Duration.ofSeconds(30)).build();
+    client =
+        ContextEngineClient.builder()
+            .target(TestSidecar.shared())
+            .timeout(Duration.ofSeconds(30))
+            .build();
     sessions = new ContextEngineSessionService(client);
   }
 
@@ -43,14 +47,30 @@ public class ContentCacheTest {
   }
 
   static Event event(String invocation, String author, Part part) {
-    return Event.builder().id(Event.generateEventId()).invocationId(invocation).author(author)
-        .content(Content.builder().role(author.equals("user") ? "user" : "model").parts(List.of(part)).build())
-        .actions(EventActions.builder().build()).timestamp(System.currentTimeMillis()).build();
+    return Event.builder()
+        .id(Event.generateEventId())
+        .invocationId(invocation)
+        .author(author)
+        .content(
+            Content.builder()
+                .role(author.equals("user") ? "user" : "model")
+                .parts(List.of(part))
+                .build())
+        .actions(EventActions.builder().build())
+        .timestamp(System.currentTimeMillis())
+        .build();
   }
 
   static List<dev.contextengine.v1.Content> build(String app) {
-    return client.buildContext(BuildContextRequest.newBuilder().setAppName(app).setUserId("u")
-        .setSessionId("s").setAgentName("root").build()).getContentsList();
+    return client
+        .buildContext(
+            BuildContextRequest.newBuilder()
+                .setAppName(app)
+                .setUserId("u")
+                .setSessionId("s")
+                .setAgentName("root")
+                .build())
+        .getContentsList();
   }
 
   /** The cache's conversion equals a fresh one, content by content (as ADK's JSON). */
@@ -67,11 +87,27 @@ public class ContentCacheTest {
   }
 
   static Session append(Session session, String invocation, int turn) {
-    sessions.appendEvent(session, event(invocation, "user", Part.fromText("question " + turn))).blockingGet();
-    sessions.appendEvent(session, event(invocation, "root", Part.builder().functionCall(
-        FunctionCall.builder().id("c-" + turn).name("lookup").args(Map.of("city", "Lisbon", "n", turn)).build()).build()))
+    sessions
+        .appendEvent(session, event(invocation, "user", Part.fromText("question " + turn)))
         .blockingGet();
-    sessions.appendEvent(session, event(invocation, "root", Part.fromText("answer " + turn))).blockingGet();
+    sessions
+        .appendEvent(
+            session,
+            event(
+                invocation,
+                "root",
+                Part.builder()
+                    .functionCall(
+                        FunctionCall.builder()
+                            .id("c-" + turn)
+                            .name("lookup")
+                            .args(Map.of("city", "Lisbon", "n", turn))
+                            .build())
+                    .build()))
+        .blockingGet();
+    sessions
+        .appendEvent(session, event(invocation, "root", Part.fromText("answer " + turn)))
+        .blockingGet();
     return session;
   }
 
@@ -92,8 +128,13 @@ public class ContentCacheTest {
       } else {
         assertEquals(Math.min(size, build(appOf).size()), cache.size());
       }
-      client.rewindSession(RewindSessionRequest.newBuilder().setAppName(appOf).setUserId("u")
-          .setSessionId("s").setRewindBeforeInvocationId("inv-2").build());
+      client.rewindSession(
+          RewindSessionRequest.newBuilder()
+              .setAppName(appOf)
+              .setUserId("u")
+              .setSessionId("s")
+              .setRewindBeforeInvocationId("inv-2")
+              .build());
       assertFresh(cache, build(appOf));
       session = sessions.getSession(appOf, "u", "s", Optional.empty()).blockingGet();
       append(session, "inv-9", 9);

@@ -50,7 +50,11 @@ public class ContextToolsTest {
 
   @BeforeAll
   static void connect() {
-    client = ContextEngineClient.builder().target(TestSidecar.shared()).timeout(Duration.ofSeconds(30)).build();
+    client =
+        ContextEngineClient.builder()
+            .target(TestSidecar.shared())
+            .timeout(Duration.ofSeconds(30))
+            .build();
   }
 
   @AfterAll
@@ -92,9 +96,13 @@ public class ContextToolsTest {
   }
 
   static Runner runner(String app, LlmAgent agent, ContextEngineSessionService sessions) {
-    return Runner.builder().agent(agent).appName(app).sessionService(sessions)
+    return Runner.builder()
+        .agent(agent)
+        .appName(app)
+        .sessionService(sessions)
         .artifactService(new InMemoryArtifactService())
-        .plugins(new ContextEnginePlugin(client)).build();
+        .plugins(new ContextEnginePlugin(client))
+        .build();
   }
 
   @Test
@@ -108,7 +116,8 @@ public class ContextToolsTest {
             Part.fromText("The code is in it."),
             // 5 user, 6 status call, 7 status, 8 hide call, 9 hide answer, 10 text
             PluginTest.call("c2", "context_status", Map.of()),
-            PluginTest.call("c3", "context_hide", args("first", 2, "last", 3, "stub", "The tides report.")),
+            PluginTest.call(
+                "c3", "context_hide", args("first", 2, "last", 3, "stub", "The tides report.")),
             Part.fromText("Hidden."),
             // 11 user, 12 search call, 13 results, 14 text
             PluginTest.call("c4", "context_search", Map.of("query", "code")),
@@ -116,8 +125,12 @@ public class ContextToolsTest {
             Part.fromText("Back."));
     ContextEngineContextTools toolset = new ContextEngineContextTools(client);
     LlmAgent agent =
-        LlmAgent.builder().name("root").instruction("You read reports.").model(model)
-            .tools(FunctionTool.create(ContextToolsTest.class, "fetchReport"), toolset).build();
+        LlmAgent.builder()
+            .name("root")
+            .instruction("You read reports.")
+            .model(model)
+            .tools(FunctionTool.create(ContextToolsTest.class, "fetchReport"), toolset)
+            .build();
     ContextEngineSessionService sessions = new ContextEngineSessionService(client);
     Runner runner = runner(app, agent, sessions);
     Session session = sessions.createSession(app, "u", Map.of(), "s").blockingGet();
@@ -142,7 +155,8 @@ public class ContextToolsTest {
     assertTrue(after.contains("The tides report."), after);
     assertTrue(PluginTest.text(requests.get(3)).contains("row 59"));
     @SuppressWarnings("unchecked")
-    List<Map<String, Object>> results = (List<Map<String, Object>>) lastAnswer(requests.get(6)).get("results");
+    List<Map<String, Object>> results =
+        (List<Map<String, Object>>) lastAnswer(requests.get(6)).get("results");
     Map<Object, Object> found = new HashMap<>();
     for (Map<String, Object> result : results) {
       found.put(result.get("sequence"), result.get("where"));
@@ -152,7 +166,13 @@ public class ContextToolsTest {
 
     // the engine recorded the edit on the answer event, with the call's id; ADK's events lack it
     List<dev.contextengine.v1.Event> stored =
-        client.listEvents(ListEventsRequest.newBuilder().setAppName(app).setUserId("u").setSessionId(session.id()).build())
+        client
+            .listEvents(
+                ListEventsRequest.newBuilder()
+                    .setAppName(app)
+                    .setUserId("u")
+                    .setSessionId(session.id())
+                    .build())
             .getEventsList();
     List<dev.contextengine.v1.Event> edited = new ArrayList<>();
     for (dev.contextengine.v1.Event event : stored) {
@@ -166,13 +186,18 @@ public class ContextToolsTest {
     assertEquals(2, edit.getHide().getRange().getFirst());
     assertEquals(3, edit.getHide().getRange().getLast());
     assertEquals("c3", edited.get(0).getContent().getParts(0).getFunctionResponse().getId());
-    Session adk = sessions.getSession(app, "u", session.id(), java.util.Optional.empty()).blockingGet();
+    Session adk =
+        sessions.getSession(app, "u", session.id(), java.util.Optional.empty()).blockingGet();
     assertFalse(adk.events().get(8).toJson().contains("contextEdits"));
 
     // a rewind before the hiding turn (the engine's: ADK Java's Runner has none) brings it back
     client.rewindSession(
-        RewindSessionRequest.newBuilder().setAppName(app).setUserId("u").setSessionId(session.id())
-            .setRewindBeforeInvocationId(adk.events().get(4).invocationId()).build());
+        RewindSessionRequest.newBuilder()
+            .setAppName(app)
+            .setUserId("u")
+            .setSessionId(session.id())
+            .setRewindBeforeInvocationId(adk.events().get(4).invocationId())
+            .build());
     PluginTest.say(runner, session.id(), "Again?");
     String back = PluginTest.text(requests.get(requests.size() - 1));
     assertTrue(back.contains("row 59"), back);
@@ -181,7 +206,8 @@ public class ContextToolsTest {
 
   @Test
   void theDeclarationsAreTheEnginesAndTheFilterKeepsSome() {
-    List<BaseTool> all = new ContextEngineContextTools(client).getTools(null).toList().blockingGet();
+    List<BaseTool> all =
+        new ContextEngineContextTools(client).getTools(null).toList().blockingGet();
     List<String> names = new ArrayList<>();
     for (BaseTool tool : all) {
       names.add(tool.name());
@@ -199,7 +225,8 @@ public class ContextToolsTest {
           declaration.toJson());
       assertEquals(declaration.description().orElseThrow(), all.get(i).description());
     }
-    ContextEngineContextTools some = new ContextEngineContextTools(client, List.of("context_status", "context_search"));
+    ContextEngineContextTools some =
+        new ContextEngineContextTools(client, List.of("context_status", "context_search"));
     List<String> kept = new ArrayList<>();
     for (BaseTool tool : some.getTools(null).toList().blockingGet()) {
       kept.add(tool.name());
@@ -211,18 +238,30 @@ public class ContextToolsTest {
   void toolsAnAppHasNotEnabledFailTheRun() {
     String app = TestSidecar.uniqueApp("j-tools-off");
     enable(app, false);
-    PluginTest.Scripted model = new PluginTest.Scripted(PluginTest.call("c1", "context_status", Map.of()));
+    PluginTest.Scripted model =
+        new PluginTest.Scripted(PluginTest.call("c1", "context_status", Map.of()));
     LlmAgent agent =
-        LlmAgent.builder().name("root").instruction("You read reports.").model(model)
-            .tools(new ContextEngineContextTools(client)).build();
+        LlmAgent.builder()
+            .name("root")
+            .instruction("You read reports.")
+            .model(model)
+            .tools(new ContextEngineContextTools(client))
+            .build();
     ContextEngineSessionService sessions = new ContextEngineSessionService(client);
     Runner runner = runner(app, agent, sessions);
     Session session = sessions.createSession(app, "u", Map.of(), "s").blockingGet();
     ContextEngineException error =
-        assertThrows(ContextEngineException.class, () -> PluginTest.say(runner, session.id(), "Status?"));
+        assertThrows(
+            ContextEngineException.class, () -> PluginTest.say(runner, session.id(), "Status?"));
     assertEquals("CONTEXT_TOOLS_DISABLED", error.reason());
-    List<Event> events = sessions.getSession(app, "u", session.id(), java.util.Optional.empty()).blockingGet().events();
-    assertEquals("context_status", events.get(events.size() - 1).functionCalls().get(0).name().orElseThrow(),
+    List<Event> events =
+        sessions
+            .getSession(app, "u", session.id(), java.util.Optional.empty())
+            .blockingGet()
+            .events();
+    assertEquals(
+        "context_status",
+        events.get(events.size() - 1).functionCalls().get(0).name().orElseThrow(),
         "the call was appended, no answer");
   }
 }

@@ -39,6 +39,7 @@ import org.junit.jupiter.api.Test;
 public class ContextViewsTest {
   static ContextEngineClient client;
   static ContextEngineClient spied;
+
   /** {base_contents_count, contents sent} of each BuildContext answer {@code spied} received. */
   static final List<List<Integer>> SENT = new CopyOnWriteArrayList<>();
 
@@ -47,7 +48,8 @@ public class ContextViewsTest {
     @Override
     public <Q, R> ClientCall<Q, R> interceptCall(
         MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-      return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
+      return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(
+          next.newCall(method, options)) {
         @Override
         public void start(Listener<R> listener, Metadata headers) {
           super.start(
@@ -68,9 +70,17 @@ public class ContextViewsTest {
 
   @BeforeAll
   static void connect() {
-    client = ContextEngineClient.builder().target(TestSidecar.shared()).timeout(Duration.ofSeconds(30)).build();
-    spied = ContextEngineClient.builder().target(TestSidecar.shared()).timeout(Duration.ofSeconds(30))
-        .intercept(new Record()).build();
+    client =
+        ContextEngineClient.builder()
+            .target(TestSidecar.shared())
+            .timeout(Duration.ofSeconds(30))
+            .build();
+    spied =
+        ContextEngineClient.builder()
+            .target(TestSidecar.shared())
+            .timeout(Duration.ofSeconds(30))
+            .intercept(new Record())
+            .build();
   }
 
   @AfterAll
@@ -81,17 +91,32 @@ public class ContextViewsTest {
 
   /** The contents of every model call of a conversation with a rewind, as ADK's JSON. */
   static List<String> conversation(String app, ContextEnginePlugin plugin) {
-    PluginTest.Scripted model = new PluginTest.Scripted(
-        PluginTest.call("c-1", "lookup", Map.of("city", "Lisbon")), Part.fromText("sunny"),
-        Part.fromText("secret answer"), Part.fromText("hi again"), Part.fromText("bye"));
+    PluginTest.Scripted model =
+        new PluginTest.Scripted(
+            PluginTest.call("c-1", "lookup", Map.of("city", "Lisbon")),
+            Part.fromText("sunny"),
+            Part.fromText("secret answer"),
+            Part.fromText("hi again"),
+            Part.fromText("bye"));
     ContextEngineSessionService sessions = new ContextEngineSessionService(client);
-    Runner runner = Runner.builder().agent(PluginTest.agent(model)).appName(app).sessionService(sessions)
-        .artifactService(new InMemoryArtifactService()).plugins(plugin).build();
+    Runner runner =
+        Runner.builder()
+            .agent(PluginTest.agent(model))
+            .appName(app)
+            .sessionService(sessions)
+            .artifactService(new InMemoryArtifactService())
+            .plugins(plugin)
+            .build();
     Session session = sessions.createSession(app, "u", Map.of(), "s").blockingGet();
     PluginTest.say(runner, "s", "weather?");
     List<Event> secret = PluginTest.say(runner, "s", "secret 2");
-    client.rewindSession(RewindSessionRequest.newBuilder().setAppName(app).setUserId("u").setSessionId(session.id())
-        .setRewindBeforeInvocationId(secret.get(0).invocationId()).build());
+    client.rewindSession(
+        RewindSessionRequest.newBuilder()
+            .setAppName(app)
+            .setUserId("u")
+            .setSessionId(session.id())
+            .setRewindBeforeInvocationId(secret.get(0).invocationId())
+            .build());
     PluginTest.say(runner, "s", "hello 3");
     PluginTest.say(runner, "s", "four");
     List<String> out = new ArrayList<>();
@@ -103,10 +128,14 @@ public class ContextViewsTest {
 
   @Test
   void theModelReceivesTheSameContentsWhileOnlyNewOnesCrossTheWire() {
-    List<String> whole = conversation(TestSidecar.uniqueApp("j-views-off"),
-        new ContextEnginePlugin(client, "contextengine", ContextEnginePlugin.DEFAULT_CONTENTS_CACHE_SIZE, 0));
+    List<String> whole =
+        conversation(
+            TestSidecar.uniqueApp("j-views-off"),
+            new ContextEnginePlugin(
+                client, "contextengine", ContextEnginePlugin.DEFAULT_CONTENTS_CACHE_SIZE, 0));
     SENT.clear();
-    List<String> since = conversation(TestSidecar.uniqueApp("j-views"), new ContextEnginePlugin(spied));
+    List<String> since =
+        conversation(TestSidecar.uniqueApp("j-views"), new ContextEnginePlugin(spied));
     assertEquals(whole, since);
     assertEquals(5, since.size());
     // weather? (and the tool's answer), the secret turn, then after the rewind a full answer,
@@ -132,13 +161,26 @@ public class ContextViewsTest {
     }
     for (int turn = 0; turn < 3; turn++) {
       for (String id : List.of("a", "b")) {
-        Session session = sessions.getSession(app, "u", id, java.util.Optional.empty()).blockingGet();
-        sessions.appendEvent(session, ContentCacheTest.event("inv-" + turn, "user", Part.fromText(id + " asks " + turn)))
+        Session session =
+            sessions.getSession(app, "u", id, java.util.Optional.empty()).blockingGet();
+        sessions
+            .appendEvent(
+                session,
+                ContentCacheTest.event("inv-" + turn, "user", Part.fromText(id + " asks " + turn)))
             .blockingGet();
-        sessions.appendEvent(session, ContentCacheTest.event("inv-" + turn, "root", Part.fromText(id + " answers " + turn)))
+        sessions
+            .appendEvent(
+                session,
+                ContentCacheTest.event(
+                    "inv-" + turn, "root", Part.fromText(id + " answers " + turn)))
             .blockingGet();
-        BuildContextRequest request = BuildContextRequest.newBuilder().setAppName(app).setUserId("u")
-            .setSessionId(id).setAgentName("root").build();
+        BuildContextRequest request =
+            BuildContextRequest.newBuilder()
+                .setAppName(app)
+                .setUserId("u")
+                .setSessionId(id)
+                .setAgentName("root")
+                .build();
         BuildContextResponse answer = views.build(request);
         // the view's answer is a full build's, and the answer for the other session is right too
         assertEquals(client.buildContext(request), answer);

@@ -9,14 +9,18 @@ import dev.contextengine.adk.examples.TravelAgent;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The ADK Java guide's example runs against a real sidecar and leaves the expected log in the engine. */
+/**
+ * The ADK Java guide's example runs against a real sidecar and leaves the expected log in the
+ * engine.
+ */
 class ExampleTest {
   @Test
   void travelAgentRuns() {
     Session stored = TravelAgent.run(TestSidecar.shared());
     List<String> authors = stored.events().stream().map(Event::author).toList();
     assertEquals(
-        List.of("user", "root", "root", "root", "user", "root", "root", "helper", "helper", "helper"),
+        List.of(
+            "user", "root", "root", "root", "user", "root", "root", "helper", "helper", "helper"),
         authors);
     assertEquals("Porto", stored.state().get("user:home"));
     Event last = stored.events().get(stored.events().size() - 1);

@@ -31,9 +31,11 @@ import org.junit.jupiter.api.Test;
 class ReadmeTest {
   static final String GUIDE = "clients/java-adk/README.md";
   static final Path EXAMPLE =
-      TestSidecar.REPO.resolve("clients/java-adk/examples/dev/contextengine/adk/examples/ReadmeExample.java");
+      TestSidecar.REPO.resolve(
+          "clients/java-adk/examples/dev/contextengine/adk/examples/ReadmeExample.java");
   static final Path TOOLS_EXAMPLE =
-      TestSidecar.REPO.resolve("clients/java-adk/examples/dev/contextengine/adk/examples/ContextToolsAgent.java");
+      TestSidecar.REPO.resolve(
+          "clients/java-adk/examples/dev/contextengine/adk/examples/ContextToolsAgent.java");
 
   @Test
   void theReadmeBlockIsTheExample() throws Exception {
@@ -49,23 +51,44 @@ class ReadmeTest {
 
   @Test
   void theContextToolsBlockIsItsExampleAndRuns() throws Exception {
-    String found = Guide.blocks(GUIDE, "java").stream().filter(b -> b.contains("new ContextEngineContextTools("))
-        .findFirst().orElse("").strip();
+    String found =
+        Guide.blocks(GUIDE, "java").stream()
+            .filter(b -> b.contains("new ContextEngineContextTools("))
+            .findFirst()
+            .orElse("")
+            .strip();
     assertEquals(marked(TOOLS_EXAMPLE), found);
 
     String app = TestSidecar.uniqueApp("j-tools-readme");
     try (ContextEngineClient client = ContextEngineClient.connect(TestSidecar.shared())) {
-      client.updateAppConfig(UpdateAppConfigRequest.newBuilder().setConfig(AppConfig.newBuilder().setAppName(app)
-          .setEventsCompactionConfig(EventsCompactionConfig.newBuilder().setCompactionInterval(5).setOverlapSize(1))).build());
-      PluginTest.Scripted model = new PluginTest.Scripted(
-          PluginTest.call("c1", "context_status", Map.of()), Part.fromText("All fine."));
+      client.updateAppConfig(
+          UpdateAppConfigRequest.newBuilder()
+              .setConfig(
+                  AppConfig.newBuilder()
+                      .setAppName(app)
+                      .setEventsCompactionConfig(
+                          EventsCompactionConfig.newBuilder()
+                              .setCompactionInterval(5)
+                              .setOverlapSize(1)))
+              .build());
+      PluginTest.Scripted model =
+          new PluginTest.Scripted(
+              PluginTest.call("c1", "context_status", Map.of()), Part.fromText("All fine."));
       LlmAgent root = ContextToolsAgent.agent(client, app, model);
-      AppConfig config = client.getAppConfig(GetAppConfigRequest.newBuilder().setAppName(app).build()).getConfig();
+      AppConfig config =
+          client.getAppConfig(GetAppConfigRequest.newBuilder().setAppName(app).build()).getConfig();
       assertTrue(config.getContextTools().getEnabled());
-      assertEquals(5, config.getEventsCompactionConfig().getCompactionInterval(), "the rest is kept");
+      assertEquals(
+          5, config.getEventsCompactionConfig().getCompactionInterval(), "the rest is kept");
       ContextEngineSessionService sessions = new ContextEngineSessionService(client);
-      Runner runner = Runner.builder().agent(root).appName(app).sessionService(sessions)
-          .artifactService(new InMemoryArtifactService()).plugins(new ContextEnginePlugin(client)).build();
+      Runner runner =
+          Runner.builder()
+              .agent(root)
+              .appName(app)
+              .sessionService(sessions)
+              .artifactService(new InMemoryArtifactService())
+              .plugins(new ContextEnginePlugin(client))
+              .build();
       sessions.createSession(app, "u", Map.of(), "s").blockingGet();
       PluginTest.say(runner, "s", "How full is your context?");
       List<Content> last = model.requests.get(model.requests.size() - 1);
@@ -76,10 +99,14 @@ class ReadmeTest {
   @Test
   void theExampleRuns() {
     PluginTest.Scripted model = new PluginTest.Scripted(Part.fromText("Sunny in Lisbon."));
-    LlmAgent root = LlmAgent.builder().name("root").instruction("You plan trips.").model(model).build();
+    LlmAgent root =
+        LlmAgent.builder().name("root").instruction("You plan trips.").model(model).build();
     String id = ReadmeExample.run(TestSidecar.shared(), root);
     try (ContextEngineClient client = ContextEngineClient.connect(TestSidecar.shared())) {
-      Session stored = new ContextEngineSessionService(client).getSession("travel", "zoe", id, Optional.empty()).blockingGet();
+      Session stored =
+          new ContextEngineSessionService(client)
+              .getSession("travel", "zoe", id, Optional.empty())
+              .blockingGet();
       assertEquals(List.of("user", "root"), stored.events().stream().map(Event::author).toList());
       assertEquals("Porto", stored.state().get("user:home"));
       assertEquals(Map.of("user:home", "Porto"), stored.state());

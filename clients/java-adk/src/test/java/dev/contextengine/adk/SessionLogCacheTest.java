@@ -28,7 +28,11 @@ public class SessionLogCacheTest {
 
   @BeforeAll
   static void connect() {
-    client = ContextEngineClient.builder().target(TestSidecar.shared()).timeout(Duration.ofSeconds(30)).build();
+    client =
+        ContextEngineClient.builder()
+            .target(TestSidecar.shared())
+            .timeout(Duration.ofSeconds(30))
+            .build();
   }
 
   @AfterAll
@@ -55,7 +59,8 @@ public class SessionLogCacheTest {
     ContextEngineSessionService nothingKept = new ContextEngineSessionService(client);
     Session fresh = read(nothingKept, app);
     assertEquals(json(fresh), json(cached));
-    assertEquals(nothingKept.lastSequence(fresh).orElseThrow(), kept.lastSequence(cached).orElseThrow());
+    assertEquals(
+        nothingKept.lastSequence(fresh).orElseThrow(), kept.lastSequence(cached).orElseThrow());
     return cached;
   }
 
@@ -66,23 +71,37 @@ public class SessionLogCacheTest {
     ContextEngineSessionService other = new ContextEngineSessionService(client);
     Session session = kept.createSession(app, "u", Map.of("k", 1), "s").blockingGet();
     for (int turn = 0; turn < 3; turn++) {
-      kept.appendEvent(session, ContentCacheTest.event("inv-" + turn, "user", Part.fromText("q" + turn))).blockingGet();
-      kept.appendEvent(session, ContentCacheTest.event("inv-" + turn, "root", Part.fromText("a" + turn))).blockingGet();
+      kept.appendEvent(
+              session, ContentCacheTest.event("inv-" + turn, "user", Part.fromText("q" + turn)))
+          .blockingGet();
+      kept.appendEvent(
+              session, ContentCacheTest.event("inv-" + turn, "root", Part.fromText("a" + turn)))
+          .blockingGet();
       session = assertFresh(kept, app);
     }
     // another writer
     Session theirs = read(other, app);
-    other.appendEvent(theirs, ContentCacheTest.event("inv-x", "user", Part.fromText("from elsewhere"))).blockingGet();
+    other
+        .appendEvent(
+            theirs, ContentCacheTest.event("inv-x", "user", Part.fromText("from elsewhere")))
+        .blockingGet();
     Session first = assertFresh(kept, app);
     // every read has its own events (ADK Java's are mutable)
     assertNotSame(first.events().get(0), assertFresh(kept, app).events().get(0));
-    client.rewindSession(RewindSessionRequest.newBuilder().setAppName(app).setUserId("u").setSessionId("s")
-        .setRewindBeforeInvocationId("inv-1").build());
+    client.rewindSession(
+        RewindSessionRequest.newBuilder()
+            .setAppName(app)
+            .setUserId("u")
+            .setSessionId("s")
+            .setRewindBeforeInvocationId("inv-1")
+            .build());
     session = assertFresh(kept, app);
     // deleted by another service and made again under the same id with other events
     other.deleteSession(app, "u", "s").blockingAwait();
     Session again = other.createSession(app, "u", Map.of("k", 2), "s").blockingGet();
-    other.appendEvent(again, ContentCacheTest.event("inv-new", "user", Part.fromText("new life"))).blockingGet();
+    other
+        .appendEvent(again, ContentCacheTest.event("inv-new", "user", Part.fromText("new life")))
+        .blockingGet();
     session = assertFresh(kept, app);
     assertEquals(1, session.events().size());
     // deleted through the kept service: empty, then re-created: read whole

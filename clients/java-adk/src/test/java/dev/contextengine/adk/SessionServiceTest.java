@@ -37,7 +37,11 @@ class SessionServiceTest {
 
   @BeforeAll
   static void connect() {
-    client = ContextEngineClient.builder().target(TestSidecar.shared()).timeout(Duration.ofSeconds(30)).build();
+    client =
+        ContextEngineClient.builder()
+            .target(TestSidecar.shared())
+            .timeout(Duration.ofSeconds(30))
+            .build();
     service = new ContextEngineSessionService(client);
   }
 
@@ -51,7 +55,11 @@ class SessionServiceTest {
         .id(Event.generateEventId())
         .invocationId("inv-" + millis)
         .author(author)
-        .content(Content.builder().role(author.equals("user") ? "user" : "model").parts(List.of(Part.fromText(text))).build())
+        .content(
+            Content.builder()
+                .role(author.equals("user") ? "user" : "model")
+                .parts(List.of(Part.fromText(text)))
+                .build())
         .actions(EventActions.builder().stateDelta(new ConcurrentHashMap<>(delta)).build())
         .timestamp(millis)
         .build();
@@ -83,8 +91,10 @@ class SessionServiceTest {
     // app state is shared by the app's users, user state by the user's sessions
     Session other = create(app, "u2", Map.of(), "s-2");
     assertEquals(Map.of("app:model", "m"), other.state());
-    assertEquals("Ada", get(app, "u1", generated.id(), null).orElseThrow().state().get("user:name"));
-    Throwable dup = assertThrows(SessionAlreadyExistsException.class, () -> create(app, "u1", null, "s-1"));
+    assertEquals(
+        "Ada", get(app, "u1", generated.id(), null).orElseThrow().state().get("user:name"));
+    Throwable dup =
+        assertThrows(SessionAlreadyExistsException.class, () -> create(app, "u1", null, "s-1"));
     assertTrue(dup.getMessage().contains("s-1"));
   }
 
@@ -95,21 +105,50 @@ class SessionServiceTest {
     Session s = create(app, "u", null, "s");
     long base = 1_700_000_000_000L;
     for (int i = 0; i < 5; i++) {
-      service.appendEvent(s, event(i % 2 == 0 ? "user" : "root", "m" + i, base + i * 1000L, Map.of())).blockingGet();
+      service
+          .appendEvent(s, event(i % 2 == 0 ? "user" : "root", "m" + i, base + i * 1000L, Map.of()))
+          .blockingGet();
     }
     assertEquals(5, get(app, "u", "s", null).orElseThrow().events().size());
-    Session last2 = get(app, "u", "s", GetSessionConfig.builder().numRecentEvents(2).build()).orElseThrow();
+    Session last2 =
+        get(app, "u", "s", GetSessionConfig.builder().numRecentEvents(2).build()).orElseThrow();
     assertEquals(List.of("m3", "m4"), texts(last2));
-    assertEquals(0, get(app, "u", "s", GetSessionConfig.builder().numRecentEvents(0).build()).orElseThrow().events().size());
-    Session after = get(app, "u", "s", GetSessionConfig.builder().afterTimestamp(Instant.ofEpochMilli(base + 2000L)).build()).orElseThrow();
+    assertEquals(
+        0,
+        get(app, "u", "s", GetSessionConfig.builder().numRecentEvents(0).build())
+            .orElseThrow()
+            .events()
+            .size());
+    Session after =
+        get(
+                app,
+                "u",
+                "s",
+                GetSessionConfig.builder()
+                    .afterTimestamp(Instant.ofEpochMilli(base + 2000L))
+                    .build())
+            .orElseThrow();
     assertEquals(List.of("m2", "m3", "m4"), texts(after));
-    Session both = get(app, "u", "s", GetSessionConfig.builder().numRecentEvents(2).afterTimestamp(Instant.ofEpochMilli(base + 3500L)).build()).orElseThrow();
+    Session both =
+        get(
+                app,
+                "u",
+                "s",
+                GetSessionConfig.builder()
+                    .numRecentEvents(2)
+                    .afterTimestamp(Instant.ofEpochMilli(base + 3500L))
+                    .build())
+            .orElseThrow();
     assertEquals(List.of("m4"), texts(both));
-    assertEquals(Instant.ofEpochMilli(base + 4000L), get(app, "u", "s", null).orElseThrow().lastUpdateTime());
+    assertEquals(
+        Instant.ofEpochMilli(base + 4000L),
+        get(app, "u", "s", null).orElseThrow().lastUpdateTime());
   }
 
   static List<String> texts(Session s) {
-    return s.events().stream().map(e -> e.content().get().parts().get().get(0).text().get()).toList();
+    return s.events().stream()
+        .map(e -> e.content().get().parts().get().get(0).text().get())
+        .toList();
   }
 
   @Test
@@ -130,9 +169,12 @@ class SessionServiceTest {
     assertFalse(s.state().containsKey("drop"));
     assertEquals(3, s.state().get("count"));
     assertEquals(1, s.events().size());
-    assertFalse(returned.actions().stateDelta().containsKey("temp:t"), "temp: trimmed from the event");
+    assertFalse(
+        returned.actions().stateDelta().containsKey("temp:t"), "temp: trimmed from the event");
     Session read = get(app, "u", "s", null).orElseThrow();
-    assertEquals(Map.of("keep", 1, "count", 3, "ratio", 2.5, "app:flag", true, "user:lang", "fr"), read.state());
+    assertEquals(
+        Map.of("keep", 1, "count", 3, "ratio", 2.5, "app:flag", true, "user:lang", "fr"),
+        read.state());
     assertInstanceOf(Integer.class, read.state().get("count"));
     Event stored = read.events().get(0);
     assertEquals(e.id(), stored.id());
@@ -140,7 +182,8 @@ class SessionServiceTest {
     assertTrue(stored.actions().stateDelta().get("drop") == State.REMOVED);
     assertFalse(stored.actions().stateDelta().containsKey("temp:t"));
     // a partial event is returned untouched and not stored
-    Event partial = event("root", "part", 1_700_000_001_000L, Map.of()).toBuilder().partial(true).build();
+    Event partial =
+        event("root", "part", 1_700_000_001_000L, Map.of()).toBuilder().partial(true).build();
     service.appendEvent(s, partial).blockingGet();
     assertEquals(1, get(app, "u", "s", null).orElseThrow().events().size());
     // the same event again is an idempotent replay
@@ -154,19 +197,24 @@ class SessionServiceTest {
     Session a = create(app, "u1", Map.of("x", 1), "a");
     Session b = create(app, "u2", null, "b");
     Session c = create(app, "u1", null, "c");
-    service.appendEvent(a, event("user", "later", System.currentTimeMillis() + 5000, Map.of())).blockingGet();
+    service
+        .appendEvent(a, event("user", "later", System.currentTimeMillis() + 5000, Map.of()))
+        .blockingGet();
     List<Session> all = service.listSessions(app, null).blockingGet().sessions();
     assertEquals(List.of("b", "c", "a"), all.stream().map(Session::id).toList());
     assertTrue(all.stream().allMatch(s -> s.events().isEmpty()));
     assertEquals(List.of("c", "a"), service.listSessions(app, "u1").blockingGet().sessionIds());
-    assertEquals(Map.of("x", 1), service.listSessions(app, "u1").blockingGet().sessions().get(1).state());
+    assertEquals(
+        Map.of("x", 1), service.listSessions(app, "u1").blockingGet().sessions().get(1).state());
     service.deleteSession(app, "u1", "c").blockingAwait();
     service.deleteSession(app, "u1", "c").blockingAwait(); // missing: no error
     assertTrue(get(app, "u1", "c", null).isEmpty());
     assertEquals(List.of("a"), service.listSessions(app, "u1").blockingGet().sessionIds());
     // a deleted session: appends fail with ADK's SessionNotFoundException
-    Throwable gone = assertThrows(SessionNotFoundException.class,
-        () -> service.appendEvent(c, event("user", "x", 1L, Map.of())).blockingGet());
+    Throwable gone =
+        assertThrows(
+            SessionNotFoundException.class,
+            () -> service.appendEvent(c, event("user", "x", 1L, Map.of())).blockingGet());
     assertTrue(gone.getMessage().contains("c"));
     assertNull(service.getSession(app, "u2", "b", Optional.empty()).blockingGet().state().get("x"));
   }
@@ -176,14 +224,18 @@ class SessionServiceTest {
     String app = TestSidecar.uniqueApp("j-events");
     Session s = create(app, "u", null, "s");
     for (int i = 0; i < 7; i++) {
-      service.appendEvent(s, event("user", "m" + i, 1_700_000_000_000L + i, Map.of())).blockingGet();
+      service
+          .appendEvent(s, event("user", "m" + i, 1_700_000_000_000L + i, Map.of()))
+          .blockingGet();
     }
     assertEquals(7, service.listEvents(app, "u", "s").blockingGet().events().size());
     ListEventsResponse first = service.listEvents(app, "u", "s", "", 3).blockingGet();
     assertEquals(3, first.events().size());
-    ListEventsResponse second = service.listEvents(app, "u", "s", first.nextPageToken().orElseThrow(), 3).blockingGet();
+    ListEventsResponse second =
+        service.listEvents(app, "u", "s", first.nextPageToken().orElseThrow(), 3).blockingGet();
     assertEquals(3, second.events().size());
-    ListEventsResponse third = service.listEvents(app, "u", "s", second.nextPageToken().orElseThrow(), 3).blockingGet();
+    ListEventsResponse third =
+        service.listEvents(app, "u", "s", second.nextPageToken().orElseThrow(), 3).blockingGet();
     assertEquals(1, third.events().size());
     assertTrue(third.nextPageToken().isEmpty());
     assertTrue(service.listEvents(app, "u", "missing").blockingGet().events().isEmpty());
@@ -196,8 +248,10 @@ class SessionServiceTest {
     Session one = get(app, "u", "s", null).orElseThrow();
     Session two = get(app, "u", "s", null).orElseThrow();
     service.appendEvent(one, event("user", "first", 1000L, Map.of())).blockingGet();
-    StaleSessionException stale = assertThrows(StaleSessionException.class,
-        () -> service.appendEvent(two, event("user", "second", 2000L, Map.of())).blockingGet());
+    StaleSessionException stale =
+        assertThrows(
+            StaleSessionException.class,
+            () -> service.appendEvent(two, event("user", "second", 2000L, Map.of())).blockingGet());
     assertInstanceOf(ContextEngineException.class, stale.getCause());
     assertEquals(1, get(app, "u", "s", null).orElseThrow().events().size());
     // the writer that saw the last append goes on
@@ -214,25 +268,41 @@ class SessionServiceTest {
                 dev.contextengine.v1.AppConfig.newBuilder()
                     .setAppName(app)
                     .setEventsCompactionConfig(
-                        dev.contextengine.v1.EventsCompactionConfig.newBuilder().setCompactionInterval(1).setOverlapSize(0))
+                        dev.contextengine.v1.EventsCompactionConfig.newBuilder()
+                            .setCompactionInterval(1)
+                            .setOverlapSize(0))
                     .setSummarizer(
                         dev.contextengine.v1.SummarizerConfig.newBuilder()
-                            .setExtractive(dev.contextengine.v1.ExtractiveSummarizerConfig.getDefaultInstance())))
+                            .setExtractive(
+                                dev.contextengine.v1.ExtractiveSummarizerConfig
+                                    .getDefaultInstance())))
             .build());
     Session s = create(app, "u", null, "s");
-    service.appendEvent(s, event("user", "question one", 1000L, Map.of()).toBuilder().invocationId("i1").build()).blockingGet();
-    service.appendEvent(s, event("root", "answer one", 2000L, Map.of()).toBuilder().invocationId("i1").build()).blockingGet();
+    service
+        .appendEvent(
+            s,
+            event("user", "question one", 1000L, Map.of()).toBuilder().invocationId("i1").build())
+        .blockingGet();
+    service
+        .appendEvent(
+            s, event("root", "answer one", 2000L, Map.of()).toBuilder().invocationId("i1").build())
+        .blockingGet();
     dev.contextengine.v1.CompactResponse compacted =
         client.compact(
             dev.contextengine.v1.CompactRequest.newBuilder()
                 .setAppName(app)
                 .setUserId("u")
                 .setSessionId("s")
-                .setTrigger(dev.contextengine.v1.CompactionTrigger.COMPACTION_TRIGGER_SLIDING_WINDOW)
+                .setTrigger(
+                    dev.contextengine.v1.CompactionTrigger.COMPACTION_TRIGGER_SLIDING_WINDOW)
                 .build());
     assertTrue(compacted.hasSummary(), compacted.toString());
     // s was read before the engine appended its summary: the append goes through, after it
-    service.appendEvent(s, event("user", "question two", 3000L, Map.of()).toBuilder().invocationId("i2").build()).blockingGet();
+    service
+        .appendEvent(
+            s,
+            event("user", "question two", 3000L, Map.of()).toBuilder().invocationId("i2").build())
+        .blockingGet();
     // the runner's session leaves the engine's summaries out (RunnerView); the log keeps them
     assertEquals(3, s.events().size());
     assertTrue(s.events().stream().noneMatch(e -> e.actions().compaction().isPresent()));
@@ -245,13 +315,22 @@ class SessionServiceTest {
   @Test
   void sidecarDownIsUnavailable() {
     try (ContextEngineClient down =
-        ContextEngineClient.builder().target("127.0.0.1:" + TestSidecar.closedPort()).timeout(Duration.ofSeconds(5)).build()) {
+        ContextEngineClient.builder()
+            .target("127.0.0.1:" + TestSidecar.closedPort())
+            .timeout(Duration.ofSeconds(5))
+            .build()) {
       ContextEngineSessionService dead = new ContextEngineSessionService(down);
-      ContextEngineException error = assertThrows(ContextEngineException.class,
-          () -> dead.getSession("a", "u", "s", Optional.empty()).blockingGet());
+      ContextEngineException error =
+          assertThrows(
+              ContextEngineException.class,
+              () -> dead.getSession("a", "u", "s", Optional.empty()).blockingGet());
       assertEquals(Status.Code.UNAVAILABLE, error.code());
-      assertTrue(error.getMessage().contains("cannot reach the contextengine sidecar"), error.getMessage());
-      assertThrows(ContextEngineException.class, () -> dead.createSession("a", "u", Map.of(), null).blockingGet());
+      assertTrue(
+          error.getMessage().contains("cannot reach the contextengine sidecar"),
+          error.getMessage());
+      assertThrows(
+          ContextEngineException.class,
+          () -> dead.createSession("a", "u", Map.of(), null).blockingGet());
     }
   }
 
@@ -259,8 +338,10 @@ class SessionServiceTest {
   void negativeRecentEventsIsInvalidArgument() {
     String app = TestSidecar.uniqueApp("j-neg");
     create(app, "u", null, "s");
-    ContextEngineException error = assertThrows(ContextEngineException.class,
-        () -> get(app, "u", "s", GetSessionConfig.builder().numRecentEvents(-1).build()));
+    ContextEngineException error =
+        assertThrows(
+            ContextEngineException.class,
+            () -> get(app, "u", "s", GetSessionConfig.builder().numRecentEvents(-1).build()));
     assertEquals(Status.Code.INVALID_ARGUMENT, error.code());
   }
 }

@@ -21,6 +21,7 @@ public final class TestSidecar implements AutoCloseable {
   private static String shared;
 
   private final Process process;
+
   /** host:port of the server. */
   public final String target;
 
@@ -51,8 +52,17 @@ public final class TestSidecar implements AutoCloseable {
       Path port = dir.resolve("port");
       Process process =
           new ProcessBuilder(
-                  List.of(PYTHON, "-m", "contextengine", "serve", "--db", ":memory:",
-                      "--listen", "127.0.0.1:0", "--port-file", port.toString()))
+                  List.of(
+                      PYTHON,
+                      "-m",
+                      "contextengine",
+                      "serve",
+                      "--db",
+                      ":memory:",
+                      "--listen",
+                      "127.0.0.1:0",
+                      "--port-file",
+                      port.toString()))
               .directory(REPO.toFile())
               .redirectErrorStream(true)
               .redirectOutput(dir.resolve("server.log").toFile())

@@ -42,17 +42,17 @@ import java.util.concurrent.atomic.AtomicReference;
  *       createSession}, {@code appendEvent}, {@code buildContext}, ...) and an {@code ...Async}
  *       twin returning a {@link CompletableFuture}; both take the generated request message
  *       (builders need only the fields you care about) and return the whole response.
- *   <li>Every call has one deadline (the client's default, or {@link #withTimeout}) that covers
- *       the whole call: every attempt and every backoff between attempts.
- *   <li>Only calls that are safe to repeat are retried, and only after {@code UNAVAILABLE}:
- *       reads, idempotent writes, and appends, whose events get their id (and timestamp) before
- *       the first attempt. {@code CreateSession}, {@code RewindSession}, {@code Compact}, {@code
+ *   <li>Every call has one deadline (the client's default, or {@link #withTimeout}) that covers the
+ *       whole call: every attempt and every backoff between attempts.
+ *   <li>Only calls that are safe to repeat are retried, and only after {@code UNAVAILABLE}: reads,
+ *       idempotent writes, and appends, whose events get their id (and timestamp) before the first
+ *       attempt. {@code CreateSession}, {@code RewindSession}, {@code Compact}, {@code
  *       CommitCompaction}, {@code CallContextTool} and {@code DeleteSession} without {@code
  *       allow_missing} never are.
  *   <li>Failures are {@link ContextEngineException}s with the gRPC code and the server's {@code
  *       ErrorInfo} reason and metadata; missing ids are rejected before sending with the code and
- *       reason the server would use. A sidecar that is down fails fast with {@code UNAVAILABLE}
- *       (no waiting for it to come up).
+ *       reason the server would use. A sidecar that is down fails fast with {@code UNAVAILABLE} (no
+ *       waiting for it to come up).
  *   <li>{@link #subscribeEvents} and {@link #watchSessionState} return a {@link FollowedStream}: a
  *       blocking iterator that reopens the stream from its last cursor when it breaks.
  * </ul>
@@ -147,8 +147,8 @@ public final class ContextEngineClient implements AutoCloseable {
     }
 
     /**
-     * The client's certificate chain and PKCS#8 private key (PEM files) for mutual TLS (a
-     * sidecar started with {@code --tls-client-ca-file}); implies TLS.
+     * The client's certificate chain and PKCS#8 private key (PEM files) for mutual TLS (a sidecar
+     * started with {@code --tls-client-ca-file}); implies TLS.
      */
     public Builder clientCertificate(Path certificateChainPem, Path privateKeyPem) {
       this.clientCertificate = Objects.requireNonNull(certificateChainPem, "certificateChainPem");
@@ -244,7 +244,8 @@ public final class ContextEngineClient implements AutoCloseable {
       String name = target;
       if (base == null) {
         if (target == null || target.isBlank()) {
-          throw new IllegalArgumentException("a target (host:port or unix:path) or a channel is required");
+          throw new IllegalArgumentException(
+              "a target (host:port or unix:path) or a channel is required");
         }
         ManagedChannelBuilder<?> builder =
             Grpc.newChannelBuilder(grpcTarget(target), credentials())
@@ -356,12 +357,18 @@ public final class ContextEngineClient implements AutoCloseable {
 
   // Unary RPCs (SessionService, ContextService, CompactionService, MemoryService) ---------------
 
-  /** Creates a session (never retried: a retry could meet ALREADY_EXISTS). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Creates a session (never retried: a retry could meet ALREADY_EXISTS). Blocks; throws {@link
+   * ContextEngineException}.
+   */
   public CreateSessionResponse createSession(CreateSessionRequest request) {
     return await(createSessionAsync(request));
   }
 
-  /** Creates a session (never retried: a retry could meet ALREADY_EXISTS). Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Creates a session (never retried: a retry could meet ALREADY_EXISTS). Completes with the
+   * response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<CreateSessionResponse> createSessionAsync(CreateSessionRequest request) {
     final String method = "SessionService/CreateSession";
     try {
@@ -372,12 +379,18 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(SessionServiceGrpc.getCreateSessionMethod(), method, request, false);
   }
 
-  /** A session with its merged state and (a filtered view of) its events. Blocks; throws {@link ContextEngineException}. */
+  /**
+   * A session with its merged state and (a filtered view of) its events. Blocks; throws {@link
+   * ContextEngineException}.
+   */
   public GetSessionResponse getSession(GetSessionRequest request) {
     return await(getSessionAsync(request));
   }
 
-  /** A session with its merged state and (a filtered view of) its events. Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * A session with its merged state and (a filtered view of) its events. Completes with the
+   * response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<GetSessionResponse> getSessionAsync(GetSessionRequest request) {
     final String method = "SessionService/GetSession";
     try {
@@ -393,7 +406,10 @@ public final class ContextEngineClient implements AutoCloseable {
     return await(listSessionsAsync(request));
   }
 
-  /** One page of an app's (or a user's) sessions. Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * One page of an app's (or a user's) sessions. Completes with the response or a {@link
+   * ContextEngineException}.
+   */
   public CompletableFuture<ListSessionsResponse> listSessionsAsync(ListSessionsRequest request) {
     final String method = "SessionService/ListSessions";
     try {
@@ -404,12 +420,18 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(SessionServiceGrpc.getListSessionsMethod(), method, request, true);
   }
 
-  /** Deletes a session; retried only with {@code allow_missing} (otherwise a retry could see NOT_FOUND). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Deletes a session; retried only with {@code allow_missing} (otherwise a retry could see
+   * NOT_FOUND). Blocks; throws {@link ContextEngineException}.
+   */
   public DeleteSessionResponse deleteSession(DeleteSessionRequest request) {
     return await(deleteSessionAsync(request));
   }
 
-  /** Deletes a session; retried only with {@code allow_missing} (otherwise a retry could see NOT_FOUND). Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Deletes a session; retried only with {@code allow_missing} (otherwise a retry could see
+   * NOT_FOUND). Completes with the response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<DeleteSessionResponse> deleteSessionAsync(DeleteSessionRequest request) {
     final String method = "SessionService/DeleteSession";
     try {
@@ -417,53 +439,73 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getDeleteSessionMethod(), method, request, request.getAllowMissing());
+    return unary(
+        SessionServiceGrpc.getDeleteSessionMethod(), method, request, request.getAllowMissing());
   }
 
-  /** Appends one event. An event without an id gets a UUID and one without a timestamp the current time before the first attempt, so retries are exact replays (idempotent by id). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Appends one event. An event without an id gets a UUID and one without a timestamp the current
+   * time before the first attempt, so retries are exact replays (idempotent by id). Blocks; throws
+   * {@link ContextEngineException}.
+   */
   public AppendEventResponse appendEvent(AppendEventRequest request) {
     return await(appendEventAsync(request));
   }
 
-  /** Appends one event. An event without an id gets a UUID and one without a timestamp the current time before the first attempt, so retries are exact replays (idempotent by id). Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Appends one event. An event without an id gets a UUID and one without a timestamp the current
+   * time before the first attempt, so retries are exact replays (idempotent by id). Completes with
+   * the response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<AppendEventResponse> appendEventAsync(AppendEventRequest request) {
     final String method = "SessionService/AppendEvent";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
-    Validate.event(method, request.hasEvent() ? request.getEvent() : null, "event");
-    request = Events.prepare(request);
+      Validate.event(method, request.hasEvent() ? request.getEvent() : null, "event");
+      request = Events.prepare(request);
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
     return unary(SessionServiceGrpc.getAppendEventMethod(), method, request, true);
   }
 
-  /** Appends events atomically (all or none); ids and timestamps are assigned as in appendEvent. Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Appends events atomically (all or none); ids and timestamps are assigned as in appendEvent.
+   * Blocks; throws {@link ContextEngineException}.
+   */
   public AppendEventsResponse appendEvents(AppendEventsRequest request) {
     return await(appendEventsAsync(request));
   }
 
-  /** Appends events atomically (all or none); ids and timestamps are assigned as in appendEvent. Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Appends events atomically (all or none); ids and timestamps are assigned as in appendEvent.
+   * Completes with the response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<AppendEventsResponse> appendEventsAsync(AppendEventsRequest request) {
     final String method = "SessionService/AppendEvents";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
-    for (int i = 0; i < request.getEventsCount(); i++) {
-      Validate.event(method, request.getEvents(i), "events[" + i + "]");
-    }
-    request = Events.prepare(request);
+      for (int i = 0; i < request.getEventsCount(); i++) {
+        Validate.event(method, request.getEvents(i), "events[" + i + "]");
+      }
+      request = Events.prepare(request);
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
     return unary(SessionServiceGrpc.getAppendEventsMethod(), method, request, true);
   }
 
-  /** One page of a session's events after a sequence. Blocks; throws {@link ContextEngineException}. */
+  /**
+   * One page of a session's events after a sequence. Blocks; throws {@link ContextEngineException}.
+   */
   public ListEventsResponse listEvents(ListEventsRequest request) {
     return await(listEventsAsync(request));
   }
 
-  /** One page of a session's events after a sequence. Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * One page of a session's events after a sequence. Completes with the response or a {@link
+   * ContextEngineException}.
+   */
   public CompletableFuture<ListEventsResponse> listEventsAsync(ListEventsRequest request) {
     final String method = "SessionService/ListEvents";
     try {
@@ -474,29 +516,41 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(SessionServiceGrpc.getListEventsMethod(), method, request, true);
   }
 
-  /** Rewinds to just before an invocation (never retried: it appends a rewind event). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Rewinds to just before an invocation (never retried: it appends a rewind event). Blocks; throws
+   * {@link ContextEngineException}.
+   */
   public RewindSessionResponse rewindSession(RewindSessionRequest request) {
     return await(rewindSessionAsync(request));
   }
 
-  /** Rewinds to just before an invocation (never retried: it appends a rewind event). Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Rewinds to just before an invocation (never retried: it appends a rewind event). Completes with
+   * the response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<RewindSessionResponse> rewindSessionAsync(RewindSessionRequest request) {
     final String method = "SessionService/RewindSession";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
-    Validate.require(method, request.getRewindBeforeInvocationId(), "rewind_before_invocation_id");
+      Validate.require(
+          method, request.getRewindBeforeInvocationId(), "rewind_before_invocation_id");
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
     return unary(SessionServiceGrpc.getRewindSessionMethod(), method, request, false);
   }
 
-  /** An app's configuration (empty if none was set). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * An app's configuration (empty if none was set). Blocks; throws {@link ContextEngineException}.
+   */
   public GetAppConfigResponse getAppConfig(GetAppConfigRequest request) {
     return await(getAppConfigAsync(request));
   }
 
-  /** An app's configuration (empty if none was set). Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * An app's configuration (empty if none was set). Completes with the response or a {@link
+   * ContextEngineException}.
+   */
   public CompletableFuture<GetAppConfigResponse> getAppConfigAsync(GetAppConfigRequest request) {
     final String method = "SessionService/GetAppConfig";
     try {
@@ -507,32 +561,46 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(SessionServiceGrpc.getGetAppConfigMethod(), method, request, true);
   }
 
-  /** Replaces an app's configuration (a retry writes the same configuration again). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Replaces an app's configuration (a retry writes the same configuration again). Blocks; throws
+   * {@link ContextEngineException}.
+   */
   public UpdateAppConfigResponse updateAppConfig(UpdateAppConfigRequest request) {
     return await(updateAppConfigAsync(request));
   }
 
-  /** Replaces an app's configuration (a retry writes the same configuration again). Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<UpdateAppConfigResponse> updateAppConfigAsync(UpdateAppConfigRequest request) {
+  /**
+   * Replaces an app's configuration (a retry writes the same configuration again). Completes with
+   * the response or a {@link ContextEngineException}.
+   */
+  public CompletableFuture<UpdateAppConfigResponse> updateAppConfigAsync(
+      UpdateAppConfigRequest request) {
     final String method = "SessionService/UpdateAppConfig";
     try {
       if (!request.hasConfig()) {
-      throw ContextEngineException.missingField(method, "config");
-    }
-    Validate.require(method, request.getConfig().getAppName(), "config.app_name");
+        throw ContextEngineException.missingField(method, "config");
+      }
+      Validate.require(method, request.getConfig().getAppName(), "config.app_name");
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
     return unary(SessionServiceGrpc.getUpdateAppConfigMethod(), method, request, true);
   }
 
-  /** A session's own configuration and the compaction configuration in effect for it. Blocks; throws {@link ContextEngineException}. */
+  /**
+   * A session's own configuration and the compaction configuration in effect for it. Blocks; throws
+   * {@link ContextEngineException}.
+   */
   public GetSessionConfigResponse getSessionConfig(GetSessionConfigRequest request) {
     return await(getSessionConfigAsync(request));
   }
 
-  /** A session's own configuration and the compaction configuration in effect for it. Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<GetSessionConfigResponse> getSessionConfigAsync(GetSessionConfigRequest request) {
+  /**
+   * A session's own configuration and the compaction configuration in effect for it. Completes with
+   * the response or a {@link ContextEngineException}.
+   */
+  public CompletableFuture<GetSessionConfigResponse> getSessionConfigAsync(
+      GetSessionConfigRequest request) {
     final String method = "SessionService/GetSessionConfig";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
@@ -542,31 +610,44 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(SessionServiceGrpc.getGetSessionConfigMethod(), method, request, true);
   }
 
-  /** Replaces a session's own configuration whole (a retry writes the same configuration again). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Replaces a session's own configuration whole (a retry writes the same configuration again).
+   * Blocks; throws {@link ContextEngineException}.
+   */
   public UpdateSessionConfigResponse updateSessionConfig(UpdateSessionConfigRequest request) {
     return await(updateSessionConfigAsync(request));
   }
 
-  /** Replaces a session's own configuration whole (a retry writes the same configuration again). Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<UpdateSessionConfigResponse> updateSessionConfigAsync(UpdateSessionConfigRequest request) {
+  /**
+   * Replaces a session's own configuration whole (a retry writes the same configuration again).
+   * Completes with the response or a {@link ContextEngineException}.
+   */
+  public CompletableFuture<UpdateSessionConfigResponse> updateSessionConfigAsync(
+      UpdateSessionConfigRequest request) {
     final String method = "SessionService/UpdateSessionConfig";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
-    if (!request.hasConfig()) {
-      throw ContextEngineException.missingField(method, "config");
-    }
+      if (!request.hasConfig()) {
+        throw ContextEngineException.missingField(method, "config");
+      }
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
     return unary(SessionServiceGrpc.getUpdateSessionConfigMethod(), method, request, true);
   }
 
-  /** The model contents for an agent's next model call (with prompt-cache and memory options as in the request). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * The model contents for an agent's next model call (with prompt-cache and memory options as in
+   * the request). Blocks; throws {@link ContextEngineException}.
+   */
   public BuildContextResponse buildContext(BuildContextRequest request) {
     return await(buildContextAsync(request));
   }
 
-  /** The model contents for an agent's next model call (with prompt-cache and memory options as in the request). Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * The model contents for an agent's next model call (with prompt-cache and memory options as in
+   * the request). Completes with the response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<BuildContextResponse> buildContextAsync(BuildContextRequest request) {
     final String method = "ContextService/BuildContext";
     try {
@@ -581,8 +662,8 @@ public final class ContextEngineClient implements AutoCloseable {
    * A new {@link ContextView} on this client: "contents since" for one agent's view of a session
    * ({@code build} sends {@code since} with the contents of its last answer and returns the whole
    * contents, while only the new ones cross the wire). {@link #buildContext} itself sends a
-   * request's {@code since} as given and returns the answer as sent ({@code
-   * base_contents_count} held contents, then {@code contents}).
+   * request's {@code since} as given and returns the answer as sent ({@code base_contents_count}
+   * held contents, then {@code contents}).
    */
   public ContextView contextView() {
     return new ContextView(this);
@@ -590,15 +671,16 @@ public final class ContextEngineClient implements AutoCloseable {
 
   /**
    * The context for an agent's next model call as a provider's own request part ({@link
-   * RequestPart}): {@code {"messages": [...]}} for OpenAI Chat Completions, {@code {"input":
-   * [...], "instructions": ...}} for the Responses API, {@code {"messages": [...], "system":
-   * ...}} for Anthropic Messages. {@code request} is sent with {@code render} set to the whole
-   * rendering of {@code format} (any {@code render} of its own is replaced). Blocks; throws
-   * {@link ContextEngineException} ({@code UNIMPLEMENTED}, client side, when the sidecar answers
-   * without a rendering: one older than renderings); IllegalArgumentException for {@code
+   * RequestPart}): {@code {"messages": [...]}} for OpenAI Chat Completions, {@code {"input": [...],
+   * "instructions": ...}} for the Responses API, {@code {"messages": [...], "system": ...}} for
+   * Anthropic Messages. {@code request} is sent with {@code render} set to the whole rendering of
+   * {@code format} (any {@code render} of its own is replaced). Blocks; throws {@link
+   * ContextEngineException} ({@code UNIMPLEMENTED}, client side, when the sidecar answers without a
+   * rendering: one older than renderings); IllegalArgumentException for {@code
    * RENDER_FORMAT_UNSPECIFIED}.
    */
-  public com.google.gson.JsonObject renderContext(BuildContextRequest request, RenderFormat format) {
+  public com.google.gson.JsonObject renderContext(
+      BuildContextRequest request, RenderFormat format) {
     return await(renderContextAsync(request, format));
   }
 
@@ -612,24 +694,31 @@ public final class ContextEngineClient implements AutoCloseable {
         request.toBuilder()
             .setRender(RenderRequest.newBuilder().setFormat(RenderedView.requireFormat(format)))
             .build();
-    return Futures.then(buildContextAsync(rendering), answer -> RenderedView.requestPart(answer, format));
+    return Futures.then(
+        buildContextAsync(rendering), answer -> RenderedView.requestPart(answer, format));
   }
 
   /**
    * A new {@link RenderedView} on this client: "items since" for one agent's view of a session
-   * rendered as {@code format} ({@code build} sends {@code render.since} with the items of its
-   * last answer and returns the whole rendering, while only the new items cross the wire).
+   * rendered as {@code format} ({@code build} sends {@code render.since} with the items of its last
+   * answer and returns the whole rendering, while only the new items cross the wire).
    */
   public RenderedView renderedView(RenderFormat format) {
     return new RenderedView(this, format);
   }
 
-  /** Signals the end of an invocation; the engine may compact in the background. Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Signals the end of an invocation; the engine may compact in the background. Blocks; throws
+   * {@link ContextEngineException}.
+   */
   public EndInvocationResponse endInvocation(EndInvocationRequest request) {
     return await(endInvocationAsync(request));
   }
 
-  /** Signals the end of an invocation; the engine may compact in the background. Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Signals the end of an invocation; the engine may compact in the background. Completes with the
+   * response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<EndInvocationResponse> endInvocationAsync(EndInvocationRequest request) {
     final String method = "CompactionService/EndInvocation";
     try {
@@ -640,12 +729,18 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(CompactionServiceGrpc.getEndInvocationMethod(), method, request, true);
   }
 
-  /** Compacts now and waits for the summary (never retried: it may append a summary). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Compacts now and waits for the summary (never retried: it may append a summary). Blocks; throws
+   * {@link ContextEngineException}.
+   */
   public CompactResponse compact(CompactRequest request) {
     return await(compactAsync(request));
   }
 
-  /** Compacts now and waits for the summary (never retried: it may append a summary). Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Compacts now and waits for the summary (never retried: it may append a summary). Completes with
+   * the response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<CompactResponse> compactAsync(CompactRequest request) {
     final String method = "CompactionService/Compact";
     try {
@@ -656,13 +751,20 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(CompactionServiceGrpc.getCompactMethod(), method, request, false);
   }
 
-  /** The range the engine would compact now and the prompt for a model of the client's own. Blocks; throws {@link ContextEngineException}. */
+  /**
+   * The range the engine would compact now and the prompt for a model of the client's own. Blocks;
+   * throws {@link ContextEngineException}.
+   */
   public PlanCompactionResponse planCompaction(PlanCompactionRequest request) {
     return await(planCompactionAsync(request));
   }
 
-  /** The range the engine would compact now and the prompt for a model of the client's own. Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<PlanCompactionResponse> planCompactionAsync(PlanCompactionRequest request) {
+  /**
+   * The range the engine would compact now and the prompt for a model of the client's own.
+   * Completes with the response or a {@link ContextEngineException}.
+   */
+  public CompletableFuture<PlanCompactionResponse> planCompactionAsync(
+      PlanCompactionRequest request) {
     final String method = "CompactionService/PlanCompaction";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
@@ -672,13 +774,20 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(CompactionServiceGrpc.getPlanCompactionMethod(), method, request, true);
   }
 
-  /** Appends a summary the client produced for a plan (never retried). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Appends a summary the client produced for a plan (never retried). Blocks; throws {@link
+   * ContextEngineException}.
+   */
   public CommitCompactionResponse commitCompaction(CommitCompactionRequest request) {
     return await(commitCompactionAsync(request));
   }
 
-  /** Appends a summary the client produced for a plan (never retried). Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<CommitCompactionResponse> commitCompactionAsync(CommitCompactionRequest request) {
+  /**
+   * Appends a summary the client produced for a plan (never retried). Completes with the response
+   * or a {@link ContextEngineException}.
+   */
+  public CompletableFuture<CommitCompactionResponse> commitCompactionAsync(
+      CommitCompactionRequest request) {
     final String method = "CompactionService/CommitCompaction";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
@@ -688,12 +797,18 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(CompactionServiceGrpc.getCommitCompactionMethod(), method, request, false);
   }
 
-  /** The events (and earlier summaries) a summary replaced. Blocks; throws {@link ContextEngineException}. */
+  /**
+   * The events (and earlier summaries) a summary replaced. Blocks; throws {@link
+   * ContextEngineException}.
+   */
   public ExpandSummaryResponse expandSummary(ExpandSummaryRequest request) {
     return await(expandSummaryAsync(request));
   }
 
-  /** The events (and earlier summaries) a summary replaced. Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * The events (and earlier summaries) a summary replaced. Completes with the response or a {@link
+   * ContextEngineException}.
+   */
   public CompletableFuture<ExpandSummaryResponse> expandSummaryAsync(ExpandSummaryRequest request) {
     final String method = "CompactionService/ExpandSummary";
     try {
@@ -704,13 +819,20 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(CompactionServiceGrpc.getExpandSummaryMethod(), method, request, true);
   }
 
-  /** Counters and the state of a session's background compaction. Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Counters and the state of a session's background compaction. Blocks; throws {@link
+   * ContextEngineException}.
+   */
   public GetCompactionStatusResponse getCompactionStatus(GetCompactionStatusRequest request) {
     return await(getCompactionStatusAsync(request));
   }
 
-  /** Counters and the state of a session's background compaction. Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<GetCompactionStatusResponse> getCompactionStatusAsync(GetCompactionStatusRequest request) {
+  /**
+   * Counters and the state of a session's background compaction. Completes with the response or a
+   * {@link ContextEngineException}.
+   */
+  public CompletableFuture<GetCompactionStatusResponse> getCompactionStatusAsync(
+      GetCompactionStatusRequest request) {
     final String method = "CompactionService/GetCompactionStatus";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
@@ -720,13 +842,20 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(CompactionServiceGrpc.getGetCompactionStatusMethod(), method, request, true);
   }
 
-  /** Brings a session's memories up to date (idempotent, so retried). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Brings a session's memories up to date (idempotent, so retried). Blocks; throws {@link
+   * ContextEngineException}.
+   */
   public AddSessionToMemoryResponse addSessionToMemory(AddSessionToMemoryRequest request) {
     return await(addSessionToMemoryAsync(request));
   }
 
-  /** Brings a session's memories up to date (idempotent, so retried). Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<AddSessionToMemoryResponse> addSessionToMemoryAsync(AddSessionToMemoryRequest request) {
+  /**
+   * Brings a session's memories up to date (idempotent, so retried). Completes with the response or
+   * a {@link ContextEngineException}.
+   */
+  public CompletableFuture<AddSessionToMemoryResponse> addSessionToMemoryAsync(
+      AddSessionToMemoryRequest request) {
     final String method = "MemoryService/AddSessionToMemory";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
@@ -736,13 +865,20 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(MemoryServiceGrpc.getAddSessionToMemoryMethod(), method, request, true);
   }
 
-  /** Remembers chosen events of a session, by sequence (idempotent, so retried). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Remembers chosen events of a session, by sequence (idempotent, so retried). Blocks; throws
+   * {@link ContextEngineException}.
+   */
   public AddEventsToMemoryResponse addEventsToMemory(AddEventsToMemoryRequest request) {
     return await(addEventsToMemoryAsync(request));
   }
 
-  /** Remembers chosen events of a session, by sequence (idempotent, so retried). Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<AddEventsToMemoryResponse> addEventsToMemoryAsync(AddEventsToMemoryRequest request) {
+  /**
+   * Remembers chosen events of a session, by sequence (idempotent, so retried). Completes with the
+   * response or a {@link ContextEngineException}.
+   */
+  public CompletableFuture<AddEventsToMemoryResponse> addEventsToMemoryAsync(
+      AddEventsToMemoryRequest request) {
     final String method = "MemoryService/AddEventsToMemory";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
@@ -757,7 +893,10 @@ public final class ContextEngineClient implements AutoCloseable {
     return await(searchMemoryAsync(request));
   }
 
-  /** Searches a user's memories, best first. Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Searches a user's memories, best first. Completes with the response or a {@link
+   * ContextEngineException}.
+   */
   public CompletableFuture<SearchMemoryResponse> searchMemoryAsync(SearchMemoryRequest request) {
     final String method = "MemoryService/SearchMemory";
     try {
@@ -768,12 +907,18 @@ public final class ContextEngineClient implements AutoCloseable {
     return unary(MemoryServiceGrpc.getSearchMemoryMethod(), method, request, true);
   }
 
-  /** Deletes a session's memories, or all of the user's in the app when {@code session_id} is empty (retried). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Deletes a session's memories, or all of the user's in the app when {@code session_id} is empty
+   * (retried). Blocks; throws {@link ContextEngineException}.
+   */
   public DeleteMemoryResponse deleteMemory(DeleteMemoryRequest request) {
     return await(deleteMemoryAsync(request));
   }
 
-  /** Deletes a session's memories, or all of the user's in the app when {@code session_id} is empty (retried). Completes with the response or a {@link ContextEngineException}. */
+  /**
+   * Deletes a session's memories, or all of the user's in the app when {@code session_id} is empty
+   * (retried). Completes with the response or a {@link ContextEngineException}.
+   */
   public CompletableFuture<DeleteMemoryResponse> deleteMemoryAsync(DeleteMemoryRequest request) {
     final String method = "MemoryService/DeleteMemory";
     try {
@@ -786,13 +931,20 @@ public final class ContextEngineClient implements AutoCloseable {
 
   // Context tools (ContextToolsService) --------------------------------------------------------
 
-  /** The context tools' declarations for google-genai, OpenAI and Anthropic (a read, so retried). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * The context tools' declarations for google-genai, OpenAI and Anthropic (a read, so retried).
+   * Blocks; throws {@link ContextEngineException}.
+   */
   public ListContextToolsResponse listContextTools(ListContextToolsRequest request) {
     return await(listContextToolsAsync(request));
   }
 
-  /** The context tools' declarations for google-genai, OpenAI and Anthropic (a read, so retried). Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<ListContextToolsResponse> listContextToolsAsync(ListContextToolsRequest request) {
+  /**
+   * The context tools' declarations for google-genai, OpenAI and Anthropic (a read, so retried).
+   * Completes with the response or a {@link ContextEngineException}.
+   */
+  public CompletableFuture<ListContextToolsResponse> listContextToolsAsync(
+      ListContextToolsRequest request) {
     final String method = "ContextToolsService/ListContextTools";
     try {
       Validate.app(method, request.getAppName());
@@ -811,13 +963,21 @@ public final class ContextEngineClient implements AutoCloseable {
         ListContextToolsRequest.newBuilder().setAppName(appName).setUserId(userId).build());
   }
 
-  /** Runs one call of a context tool and answers its function response, which the caller appends (never retried: a summary may be appended). Blocks; throws {@link ContextEngineException}. */
+  /**
+   * Runs one call of a context tool and answers its function response, which the caller appends
+   * (never retried: a summary may be appended). Blocks; throws {@link ContextEngineException}.
+   */
   public CallContextToolResponse callContextTool(CallContextToolRequest request) {
     return await(callContextToolAsync(request));
   }
 
-  /** Runs one call of a context tool and answers its function response, which the caller appends (never retried: a summary may be appended). Completes with the response or a {@link ContextEngineException}. */
-  public CompletableFuture<CallContextToolResponse> callContextToolAsync(CallContextToolRequest request) {
+  /**
+   * Runs one call of a context tool and answers its function response, which the caller appends
+   * (never retried: a summary may be appended). Completes with the response or a {@link
+   * ContextEngineException}.
+   */
+  public CompletableFuture<CallContextToolResponse> callContextToolAsync(
+      CallContextToolRequest request) {
     final String method = "ContextToolsService/CallContextTool";
     try {
       Validate.session(method, request.getAppName(), request.getUserId(), request.getSessionId());
@@ -828,8 +988,8 @@ public final class ContextEngineClient implements AutoCloseable {
   }
 
   /**
-   * The context tools of one agent in one session ({@link ContextTools}): {@code branch} and
-   * {@code isolationScope} (null: none) as in the agent's {@code BuildContext} requests.
+   * The context tools of one agent in one session ({@link ContextTools}): {@code branch} and {@code
+   * isolationScope} (null: none) as in the agent's {@code BuildContext} requests.
    */
   public ContextTools contextTools(
       String appName,
@@ -857,7 +1017,8 @@ public final class ContextEngineClient implements AutoCloseable {
     return () ->
         new Pages<>(
             token -> {
-              ListSessionsResponse page = listSessions(request.toBuilder().setPageToken(token).build());
+              ListSessionsResponse page =
+                  listSessions(request.toBuilder().setPageToken(token).build());
               return Map.entry(page.getSessionsList(), page.getNextPageToken());
             },
             request.getPageToken());
@@ -1029,8 +1190,14 @@ public final class ContextEngineClient implements AutoCloseable {
         });
     Attempts<Q, R> attempts =
         new Attempts<>(
-            descriptor, method, request, retryable ? retry.maxAttempts() : 1, deadline, started,
-            result, inFlight);
+            descriptor,
+            method,
+            request,
+            retryable ? retry.maxAttempts() : 1,
+            deadline,
+            started,
+            result,
+            inFlight);
     attempts.run(1);
     return result;
   }
@@ -1068,7 +1235,8 @@ public final class ContextEngineClient implements AutoCloseable {
       if (result.isDone()) {
         return;
       }
-      ClientCall<Q, R> call = channel.newCall(descriptor, CallOptions.DEFAULT.withDeadline(deadline));
+      ClientCall<Q, R> call =
+          channel.newCall(descriptor, CallOptions.DEFAULT.withDeadline(deadline));
       com.google.common.util.concurrent.ListenableFuture<R> future;
       try {
         future = ClientCalls.futureUnaryCall(call, request);
@@ -1124,13 +1292,23 @@ public final class ContextEngineClient implements AutoCloseable {
     String tries = attempts + " attempt" + (attempts == 1 ? "" : "s") + " in " + elapsedMs + " ms";
     if (error.code() == Status.Code.UNAVAILABLE) {
       return error.withDetail(
-          "cannot reach the contextengine sidecar at " + target + " (" + error.detail() + "); "
+          "cannot reach the contextengine sidecar at "
+              + target
+              + " ("
+              + error.detail()
+              + "); "
               + tries);
     }
     if (error.code() == Status.Code.DEADLINE_EXCEEDED) {
       return error.withDetail(
-          "no answer from the contextengine sidecar at " + target + " within the "
-              + timeout.toMillis() + " ms deadline (" + error.detail() + "); " + tries);
+          "no answer from the contextengine sidecar at "
+              + target
+              + " within the "
+              + timeout.toMillis()
+              + " ms deadline ("
+              + error.detail()
+              + "); "
+              + tries);
     }
     return error;
   }

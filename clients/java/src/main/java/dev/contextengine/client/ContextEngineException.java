@@ -18,8 +18,8 @@ import java.util.regex.Pattern;
 
 /**
  * The one exception {@link ContextEngineClient} throws (unchecked): the gRPC status code and, when
- * the server sent one, the {@code google.rpc.ErrorInfo} reason, domain and metadata (see
- * {@code proto/contextengine/v1/errors.proto} for every reason and its metadata).
+ * the server sent one, the {@code google.rpc.ErrorInfo} reason, domain and metadata (see {@code
+ * proto/contextengine/v1/errors.proto} for every reason and its metadata).
  *
  * <pre>{@code
  * try {
@@ -91,7 +91,9 @@ public final class ContextEngineException extends RuntimeException {
     return reason;
   }
 
-  /** {@code ErrorInfo.domain} ({@code "contextengine.v1"} for the engine's errors) or {@code ""}. */
+  /**
+   * {@code ErrorInfo.domain} ({@code "contextengine.v1"} for the engine's errors) or {@code ""}.
+   */
   public String domain() {
     return domain;
   }
@@ -111,8 +113,10 @@ public final class ContextEngineException extends RuntimeException {
     return detail;
   }
 
-  /** True when the client raised it without an answer from the server (validation, connection,
-   * deadline, cancellation). */
+  /**
+   * True when the client raised it without an answer from the server (validation, connection,
+   * deadline, cancellation).
+   */
   public boolean clientSide() {
     return clientSide;
   }

@@ -75,12 +75,18 @@ public final class ContextTools {
     /** Anthropic tools: {@code {"name", "description", "input_schema"}}. */
     ANTHROPIC;
 
-    /** The format's name as the other clients spell it ({@code "genai"}, {@code "openai_chat"}, ...). */
+    /**
+     * The format's name as the other clients spell it ({@code "genai"}, {@code "openai_chat"},
+     * ...).
+     */
     public String wireName() {
       return name().toLowerCase(Locale.ROOT);
     }
 
-    /** The format named {@code name} ({@code "genai"}, {@code "openai_chat"}, {@code "openai_responses"}, {@code "anthropic"}). */
+    /**
+     * The format named {@code name} ({@code "genai"}, {@code "openai_chat"}, {@code
+     * "openai_responses"}, {@code "anthropic"}).
+     */
     public static Format of(String name) {
       for (Format format : values()) {
         if (format.wireName().equals(name)) {
@@ -149,8 +155,8 @@ public final class ContextTools {
   }
 
   /**
-   * The tools in a provider's shape, as JSON objects (read once with {@code ListContextTools},
-   * then kept). Blocks; throws {@link ContextEngineException}.
+   * The tools in a provider's shape, as JSON objects (read once with {@code ListContextTools}, then
+   * kept). Blocks; throws {@link ContextEngineException}.
    */
   public List<Map<String, Object>> declarations(Format format) {
     ListContextToolsResponse known = listed.get();
@@ -217,7 +223,8 @@ public final class ContextTools {
   }
 
   /** {@link #call} without blocking (cancelling the future cancels the call). */
-  public CompletableFuture<CallContextToolResponse> callAsync(FunctionCall call, String invocationId) {
+  public CompletableFuture<CallContextToolResponse> callAsync(
+      FunctionCall call, String invocationId) {
     return client.callContextToolAsync(request(call, invocationId));
   }
 
@@ -227,17 +234,21 @@ public final class ContextTools {
   }
 
   /**
-   * Runs a call an OpenAI or Anthropic model made, its arguments the JSON text OpenAI sends
-   * ({@code ""}: none), and returns the result to send back as the tool's output (JSON values,
-   * whole numbers as {@link Long}). {@code callId} ({@code ""}: none) is copied to the answer.
-   * Arguments that are not a JSON object are an {@link IllegalArgumentException}; arguments of
-   * the wrong shape for the tool are answered to the model ({@code ok: false}).
+   * Runs a call an OpenAI or Anthropic model made, its arguments the JSON text OpenAI sends ({@code
+   * ""}: none), and returns the result to send back as the tool's output (JSON values, whole
+   * numbers as {@link Long}). {@code callId} ({@code ""}: none) is copied to the answer. Arguments
+   * that are not a JSON object are an {@link IllegalArgumentException}; arguments of the wrong
+   * shape for the tool are answered to the model ({@code ok: false}).
    */
-  public Map<String, Object> run(String name, String arguments, String callId, String invocationId) {
+  public Map<String, Object> run(
+      String name, String arguments, String callId, String invocationId) {
     return json(answer(functionCall(name, arguments, callId), invocationId).getResponse());
   }
 
-  /** {@link #run(String, String, String, String)} with the arguments as JSON values (Anthropic's {@code input}). */
+  /**
+   * {@link #run(String, String, String, String)} with the arguments as JSON values (Anthropic's
+   * {@code input}).
+   */
   public Map<String, Object> run(
       String name, Map<String, ?> arguments, String callId, String invocationId) {
     return json(answer(functionCall(name, arguments, callId), invocationId).getResponse());
@@ -281,7 +292,8 @@ public final class ContextTools {
 
   /** The event of a call's answer (role "user"), to append: the engine records its edit on it. */
   public static Event answerEvent(String author, String invocationId, FunctionResponse response) {
-    return event(author, invocationId, "user", Part.newBuilder().setFunctionResponse(response).build());
+    return event(
+        author, invocationId, "user", Part.newBuilder().setFunctionResponse(response).build());
   }
 
   private static Event event(String author, String invocationId, String role, Part part) {
@@ -294,8 +306,8 @@ public final class ContextTools {
 
   /**
    * A {@code Struct} as JSON values: maps, lists, strings, booleans, null, and numbers as {@link
-   * Long} when whole (below 2^53) else {@link Double}: a Struct holds every number as a double,
-   * and a model reads {@code 12} better than {@code 12.0}.
+   * Long} when whole (below 2^53) else {@link Double}: a Struct holds every number as a double, and
+   * a model reads {@code 12} better than {@code 12.0}.
    */
   public static Map<String, Object> json(Struct struct) {
     Map<String, Object> out = new LinkedHashMap<>();
@@ -329,7 +341,10 @@ public final class ContextTools {
     }
   }
 
-  /** JSON values (maps with string keys, lists, strings, numbers, booleans, null) as a {@code Struct}. */
+  /**
+   * JSON values (maps with string keys, lists, strings, numbers, booleans, null) as a {@code
+   * Struct}.
+   */
   public static Struct struct(Map<String, ?> values) {
     Struct.Builder out = Struct.newBuilder();
     values.forEach((key, value) -> out.putFields(key, value(value, key)));
@@ -353,7 +368,8 @@ public final class ContextTools {
       Struct.Builder struct = Struct.newBuilder();
       for (Map.Entry<?, ?> entry : ((Map<?, ?>) value).entrySet()) {
         if (!(entry.getKey() instanceof String)) {
-          throw new IllegalArgumentException(where + ": a JSON object's keys are strings, not " + entry.getKey());
+          throw new IllegalArgumentException(
+              where + ": a JSON object's keys are strings, not " + entry.getKey());
         }
         String key = (String) entry.getKey();
         struct.putFields(key, value(entry.getValue(), where + "." + key));
@@ -374,6 +390,14 @@ public final class ContextTools {
 
   @Override
   public String toString() {
-    return "ContextTools[" + appName + "/" + userId + "/" + sessionId + ", agent " + agentName + "]";
+    return "ContextTools["
+        + appName
+        + "/"
+        + userId
+        + "/"
+        + sessionId
+        + ", agent "
+        + agentName
+        + "]";
   }
 }

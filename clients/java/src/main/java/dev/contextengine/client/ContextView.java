@@ -8,13 +8,12 @@ import io.grpc.Status;
 import java.util.List;
 
 /**
- * "Contents since" for one agent's view of a session: the view keeps the whole contents of its
- * last {@code BuildContext} answer and sends them back as {@code since} (their count and the
- * answer's {@code contents_digest}), so the sidecar sends only the contents after the ones it
- * still recognises as the first contents of the new answer (all of them after a rewind, a
- * compaction or any other change of the prefix). Every answer is reassembled: {@link #build}
- * returns the whole contents, as a full {@code BuildContext} would, with {@code
- * base_contents_count} 0.
+ * "Contents since" for one agent's view of a session: the view keeps the whole contents of its last
+ * {@code BuildContext} answer and sends them back as {@code since} (their count and the answer's
+ * {@code contents_digest}), so the sidecar sends only the contents after the ones it still
+ * recognises as the first contents of the new answer (all of them after a rewind, a compaction or
+ * any other change of the prefix). Every answer is reassembled: {@link #build} returns the whole
+ * contents, as a full {@code BuildContext} would, with {@code base_contents_count} 0.
  *
  * <pre>{@code
  * ContextView view = client.contextView();
@@ -23,12 +22,12 @@ import java.util.List;
  * context = view.build(ref.buildContext("greeter")); // all of them, only the new one sent
  * }</pre>
  *
- * <p>Make one view per (session, agent and view options): any request may be sent through any
- * view (the sidecar answers in full when the held contents are not the prefix of its answer), but
- * only a view that follows one agent's view saves anything. A view holds one answer's contents
- * (the last one received); a failed call leaves them as they were. Thread-safe: concurrent builds
- * each reassemble against what was held when they were sent, and the view keeps the answer that
- * arrived last. The contents are the engine's immutable messages, shared with the answers.
+ * <p>Make one view per (session, agent and view options): any request may be sent through any view
+ * (the sidecar answers in full when the held contents are not the prefix of its answer), but only a
+ * view that follows one agent's view saves anything. A view holds one answer's contents (the last
+ * one received); a failed call leaves them as they were. Thread-safe: concurrent builds each
+ * reassemble against what was held when they were sent, and the view keeps the answer that arrived
+ * last. The contents are the engine's immutable messages, shared with the answers.
  */
 public final class ContextView extends SinceView<Content> {
   private static final String METHOD = "ContextService/BuildContext";
@@ -38,7 +37,9 @@ public final class ContextView extends SinceView<Content> {
     super(client);
   }
 
-  /** The whole contents of the last answer (empty before the first build, or after {@link #reset}). */
+  /**
+   * The whole contents of the last answer (empty before the first build, or after {@link #reset}).
+   */
   public List<Content> contents() {
     return held();
   }
@@ -71,9 +72,9 @@ public final class ContextView extends SinceView<Content> {
   /**
    * The whole answer to a request whose {@code since} held {@code held}: the first {@code
    * base_contents_count} of them followed by the answer's contents, with {@code
-   * base_contents_count} 0 (what a full answer carries; everything else is the answer's). An
-   * answer with base 0 is returned as it is. A base beyond what was held breaks the protocol:
-   * {@code INTERNAL}, client side.
+   * base_contents_count} 0 (what a full answer carries; everything else is the answer's). An answer
+   * with base 0 is returned as it is. A base beyond what was held breaks the protocol: {@code
+   * INTERNAL}, client side.
    */
   public static BuildContextResponse reassemble(List<Content> held, BuildContextResponse answer) {
     int base = answer.getBaseContentsCount();
@@ -83,7 +84,11 @@ public final class ContextView extends SinceView<Content> {
     if (base < 0 || base > held.size()) {
       throw ContextEngineException.clientSide(
           Status.Code.INTERNAL,
-          "the sidecar answered base_contents_count " + base + " for " + held.size() + " held contents",
+          "the sidecar answered base_contents_count "
+              + base
+              + " for "
+              + held.size()
+              + " held contents",
           METHOD,
           null);
     }

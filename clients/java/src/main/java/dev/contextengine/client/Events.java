@@ -16,7 +16,8 @@ final class Events {
    * distinct timestamps (compaction ranges are timestamp ranges, as in ADK).
    */
   static synchronized double nextTimestamp() {
-    lastTimestamp = Math.max(System.currentTimeMillis() / 1000.0, Math.nextUp(lastTimestamp + 1e-6));
+    lastTimestamp =
+        Math.max(System.currentTimeMillis() / 1000.0, Math.nextUp(lastTimestamp + 1e-6));
     return lastTimestamp;
   }
 

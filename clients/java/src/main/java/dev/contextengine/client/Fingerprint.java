@@ -32,12 +32,12 @@ import java.util.TreeMap;
  *  "contents": [the first n contents]}
  * </pre>
  *
- * <p>where contents and the system instruction are proto3 JSON with the original (snake_case)
- * field names, tools are normalised (each tool's {@code function_declarations} sorted by name,
- * then the tools sorted by their canonical text), and empty parts are left out.
+ * <p>where contents and the system instruction are proto3 JSON with the original (snake_case) field
+ * names, tools are normalised (each tool's {@code function_declarations} sorted by name, then the
+ * tools sorted by their canonical text), and empty parts are left out.
  *
- * <p>RFC 8785 is implemented here rather than taken from a library: the one Java implementation
- * on Maven Central (the RFC author's reference code) is not maintained as a library, and the
+ * <p>RFC 8785 is implemented here rather than taken from a library: the one Java implementation on
+ * Maven Central (the RFC author's reference code) is not maintained as a library, and the
  * canonicalization needed is small: JSON values as plain Java objects (Map, List, String, Number,
  * Boolean, null), members sorted by UTF-16 code units, ECMAScript number formatting (computed
  * exactly with BigDecimal, since Java 17's {@code Double.toString} is not always the shortest).
@@ -129,7 +129,8 @@ public final class Fingerprint {
       }
       out.append('}');
     } else {
-      throw new CanonicalizationException("a " + value.getClass().getName() + " is not a JSON value");
+      throw new CanonicalizationException(
+          "a " + value.getClass().getName() + " is not a JSON value");
     }
   }
 
@@ -181,8 +182,8 @@ public final class Fingerprint {
   }
 
   /**
-   * The canonical text of a finite number: ECMAScript's {@code Number.prototype.toString}
-   * (shortest round-trip digits, exponent form from 1e21 up and below 1e-6), {@code -0} as 0.
+   * The canonical text of a finite number: ECMAScript's {@code Number.prototype.toString} (shortest
+   * round-trip digits, exponent form from 1e21 up and below 1e-6), {@code -0} as 0.
    */
   public static String number(double value) {
     if (Double.isNaN(value) || Double.isInfinite(value)) {
@@ -320,7 +321,8 @@ public final class Fingerprint {
     for (Struct tool : request.getToolsList()) {
       tools.add(json(tool));
     }
-    Map<?, ?> toolConfig = request.hasToolConfig() ? (Map<?, ?>) json(request.getToolConfig()) : null;
+    Map<?, ?> toolConfig =
+        request.hasToolConfig() ? (Map<?, ?>) json(request.getToolConfig()) : null;
     return of(
         request.getModel().getModel(),
         request.hasSystemInstruction() ? request.getSystemInstruction() : null,

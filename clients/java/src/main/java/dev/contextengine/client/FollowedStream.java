@@ -19,8 +19,8 @@ import java.util.function.Supplier;
 
 /**
  * A server stream that is followed across failures: a blocking {@link Iterator} of frames that is
- * also {@link AutoCloseable} (use it in try-with-resources; {@link #close()} cancels the stream
- * on the server, from any thread).
+ * also {@link AutoCloseable} (use it in try-with-resources; {@link #close()} cancels the stream on
+ * the server, from any thread).
  *
  * <p>When the stream breaks in a way a new stream repairs ({@code UNAVAILABLE}, including the
  * server's {@code SHUTTING_DOWN}; {@code SUBSCRIBER_LAGGED}; a lost connection; nothing received
@@ -28,8 +28,8 @@ import java.util.function.Supplier;
  * from the last frame received ({@code SubscribeEvents} resumes after the last cursor, so every
  * event is delivered exactly once and in order; {@code WatchSessionState} starts with a new
  * snapshot). After {@code maxFailures} failures in a row without a frame in between, or on any
- * other error, {@link #hasNext()} / {@link #poll(Duration)} throw the
- * {@link ContextEngineException}. A stream the server ends normally ends the iteration.
+ * other error, {@link #hasNext()} / {@link #poll(Duration)} throw the {@link
+ * ContextEngineException}. A stream the server ends normally ends the iteration.
  *
  * <p>One thread consumes a stream; {@link #close()} may be called from any thread.
  *
@@ -98,7 +98,8 @@ public final class FollowedStream<T> implements Iterator<T>, AutoCloseable {
     ClientCall<Object, T> call = channel.newCall(method, CallOptions.DEFAULT);
     Metadata headers = new Metadata();
     for (Map.Entry<String, String> header : options.headers().entrySet()) {
-      headers.put(Metadata.Key.of(header.getKey(), Metadata.ASCII_STRING_MARSHALLER), header.getValue());
+      headers.put(
+          Metadata.Key.of(header.getKey(), Metadata.ASCII_STRING_MARSHALLER), header.getValue());
     }
     current = call;
     lastActivity = System.nanoTime();
@@ -135,8 +136,8 @@ public final class FollowedStream<T> implements Iterator<T>, AutoCloseable {
   }
 
   /**
-   * The next frame, or {@code null} when none arrived within {@code timeout} (the stream goes
-   * on: call again). Throws {@link ContextEngineException} when the stream failed for good or was
+   * The next frame, or {@code null} when none arrived within {@code timeout} (the stream goes on:
+   * call again). Throws {@link ContextEngineException} when the stream failed for good or was
    * closed, and {@link NoSuchElementException} after the server ended it.
    */
   public T poll(Duration timeout) {

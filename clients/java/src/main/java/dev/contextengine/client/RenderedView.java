@@ -12,13 +12,13 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * "Items since" for one agent's view of a session rendered for a provider (the {@link
- * ContextView} of renderings): the view keeps the whole items of its last rendering and sends them
- * back as {@code render.since} (their count and the answer's {@code items_digest}), so the sidecar
- * sends only the items after the ones it still recognises as the first items of the new rendering
- * (all of them after a rewind, a compaction, or a change of the rendering's tail such as its
- * continuation turn). Every answer is reassembled: {@link #build} returns the whole rendering, as
- * a full {@code BuildContext} would, with {@code base_items_count} 0.
+ * "Items since" for one agent's view of a session rendered for a provider (the {@link ContextView}
+ * of renderings): the view keeps the whole items of its last rendering and sends them back as
+ * {@code render.since} (their count and the answer's {@code items_digest}), so the sidecar sends
+ * only the items after the ones it still recognises as the first items of the new rendering (all of
+ * them after a rewind, a compaction, or a change of the rendering's tail such as its continuation
+ * turn). Every answer is reassembled: {@link #build} returns the whole rendering, as a full {@code
+ * BuildContext} would, with {@code base_items_count} 0.
  *
  * <pre>{@code
  * RenderedView view = client.renderedView(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES);
@@ -56,7 +56,10 @@ public final class RenderedView extends SinceView<String> {
     return format;
   }
 
-  /** The whole items of the last rendering, as JSON texts (empty before the first build, or after {@link #reset}). */
+  /**
+   * The whole items of the last rendering, as JSON texts (empty before the first build, or after
+   * {@link #reset}).
+   */
   public List<String> items() {
     return held();
   }
@@ -102,7 +105,8 @@ public final class RenderedView extends SinceView<String> {
     }
     if (base < 0 || base > held.size()) {
       throw broken(
-          "the sidecar answered base_items_count " + base + " for " + held.size() + " held items", null);
+          "the sidecar answered base_items_count " + base + " for " + held.size() + " held items",
+          null);
     }
     return answer.toBuilder()
         .setRendered(
@@ -130,8 +134,12 @@ public final class RenderedView extends SinceView<String> {
     if (rendered.getFormat() != format) {
       throw ContextEngineException.clientSide(
           Status.Code.UNIMPLEMENTED,
-          "asked for a " + format + " rendering, the sidecar answered "
-              + (answer.hasRendered() ? rendered.getFormat() : "none (a sidecar older than renderings?)"),
+          "asked for a "
+              + format
+              + " rendering, the sidecar answered "
+              + (answer.hasRendered()
+                  ? rendered.getFormat()
+                  : "none (a sidecar older than renderings?)"),
           METHOD,
           null);
     }

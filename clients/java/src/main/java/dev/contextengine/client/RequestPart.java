@@ -17,8 +17,8 @@ import java.util.Objects;
 
 /**
  * A BuildContext rendering ({@link RenderedContext}) as the provider's own request part, a Gson
- * {@link JsonObject}: the engine sends each item as one JSON text and the system part as JSON;
- * this parses them into the fields of the provider's request body.
+ * {@link JsonObject}: the engine sends each item as one JSON text and the system part as JSON; this
+ * parses them into the fields of the provider's request body.
  *
  * <ul>
  *   <li>OpenAI Chat Completions: {@code {"messages": [...]}} (the system message is the first);
@@ -44,9 +44,9 @@ public final class RequestPart {
   }
 
   /**
-   * The request part of {@code rendered}, whose first {@code base_items_count} items are the
-   * first of {@code held} (the items of an earlier part). The part is new: changing it changes
-   * neither {@code held} nor a later part.
+   * The request part of {@code rendered}, whose first {@code base_items_count} items are the first
+   * of {@code held} (the items of an earlier part). The part is new: changing it changes neither
+   * {@code held} nor a later part.
    *
    * @throws IllegalArgumentException for a rendering of no known format (an answer without one),
    *     fewer held items than {@code base_items_count}, or an item or system part that is not JSON
@@ -106,11 +106,13 @@ public final class RequestPart {
     try (JsonReader reader = new JsonReader(new StringReader(json))) {
       JsonElement value = JSON.read(reader);
       if (reader.peek() != JsonToken.END_DOCUMENT) {
-        throw new IllegalArgumentException(what + " of the rendering has more after its JSON value");
+        throw new IllegalArgumentException(
+            what + " of the rendering has more after its JSON value");
       }
       return value;
     } catch (IOException | JsonParseException | IllegalStateException e) {
-      throw new IllegalArgumentException(what + " of the rendering is not JSON: " + e.getMessage(), e);
+      throw new IllegalArgumentException(
+          what + " of the rendering is not JSON: " + e.getMessage(), e);
     }
   }
 }

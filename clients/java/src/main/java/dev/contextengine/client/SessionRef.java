@@ -119,8 +119,10 @@ public record SessionRef(String appName, String userId, String sessionId) {
     return Content.newBuilder().setRole(role).addParts(Part.newBuilder().setText(text)).build();
   }
 
-  /** An event by {@code author} in an invocation, with one text part (role "user" for the user,
-   * else "model"). */
+  /**
+   * An event by {@code author} in an invocation, with one text part (role "user" for the user, else
+   * "model").
+   */
   public static Event said(String author, String invocationId, String text) {
     return Event.newBuilder()
         .setAuthor(author)

@@ -11,9 +11,9 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * What {@link ContextView} ("contents since") and {@link RenderedView} ("items since") share: the
  * view holds the whole items of its last answer (contents, or rendered items) and their digest,
- * sends them back with every request as its "since", and reassembles every answer against what
- * it held when the request was sent, so that {@link #build} returns the whole answer while only
- * the items after the held ones cross the wire.
+ * sends them back with every request as its "since", and reassembles every answer against what it
+ * held when the request was sent, so that {@link #build} returns the whole answer while only the
+ * items after the held ones cross the wire.
  *
  * <p>A failed call leaves what is held as it was. Thread-safe: concurrent builds each reassemble
  * against what was held when they were sent, and the view keeps the answer that arrived last.
@@ -44,8 +44,8 @@ public abstract class SinceView<T> {
   abstract String digestOf(BuildContextResponse whole);
 
   /**
-   * {@code BuildContext} of {@code request} with its "since" set to what the view holds (any of
-   * the request's own is replaced); returns the whole answer. Blocks; throws {@link
+   * {@code BuildContext} of {@code request} with its "since" set to what the view holds (any of the
+   * request's own is replaced); returns the whole answer. Blocks; throws {@link
    * ContextEngineException}.
    */
   public final BuildContextResponse build(BuildContextRequest request) {

@@ -5,8 +5,8 @@ import java.util.Map;
 import java.util.function.BiConsumer;
 
 /**
- * Options of a followed stream ({@link ContextEngineClient#subscribeEvents} and
- * {@link ContextEngineClient#watchSessionState}).
+ * Options of a followed stream ({@link ContextEngineClient#subscribeEvents} and {@link
+ * ContextEngineClient#watchSessionState}).
  *
  * @param maxFailures failures in a row, without a frame in between, before giving up (default 5)
  * @param idleTimeout a stream silent this long is reopened; {@code null} picks three heartbeat

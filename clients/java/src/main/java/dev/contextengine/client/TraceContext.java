@@ -17,11 +17,11 @@ import io.opentelemetry.context.propagation.TextMapSetter;
  * OpenTelemetry span with every call, so the sidecar's span of the RPC is a child of the agent's
  * (docs/design/observability.md). Nothing is added when no valid span is current.
  *
- * <p>{@code io.opentelemetry:opentelemetry-api} is an optional dependency of the client: this
- * class is the only one that names it, and {@link ContextEngineClient.Builder} installs it only
- * when the API is on the class path ({@link ContextEngineClient.Builder#traceContext} turns it
- * off). It always writes W3C headers (the format the sidecar reads), whatever propagator the
- * application registered globally.
+ * <p>{@code io.opentelemetry:opentelemetry-api} is an optional dependency of the client: this class
+ * is the only one that names it, and {@link ContextEngineClient.Builder} installs it only when the
+ * API is on the class path ({@link ContextEngineClient.Builder#traceContext} turns it off). It
+ * always writes W3C headers (the format the sidecar reads), whatever propagator the application
+ * registered globally.
  */
 public final class TraceContext implements ClientInterceptor {
   private static final TextMapSetter<Metadata> SETTER =

@@ -25,7 +25,8 @@ final class Answers implements ClientInterceptor {
   @Override
   public <Q, R> ClientCall<Q, R> interceptCall(
       MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-    return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
+    return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(
+        next.newCall(method, options)) {
       @Override
       public void start(Listener<R> listener, Metadata headers) {
         super.start(
@@ -34,7 +35,9 @@ final class Answers implements ClientInterceptor {
               @SuppressWarnings("unchecked") // a BuildContext call's R is BuildContextResponse
               public void onMessage(R message) {
                 super.onMessage(
-                    message instanceof BuildContextResponse answer ? (R) change.apply(answer) : message);
+                    message instanceof BuildContextResponse answer
+                        ? (R) change.apply(answer)
+                        : message);
               }
             },
             headers);

@@ -25,13 +25,14 @@ import org.junit.jupiter.api.Test;
 /**
  * The client against a real {@code contextengine serve} started here with mTLS and a hashed token
  * file (certificates made by the repository's tests/auth/certs.py): {@code token}, {@code
- * trustCertificates}, {@code clientCertificate}, and the UNAUTHENTICATED / PERMISSION_DENIED
- * errors with their ErrorInfo reasons.
+ * trustCertificates}, {@code clientCertificate}, and the UNAUTHENTICATED / PERMISSION_DENIED errors
+ * with their ErrorInfo reasons.
  */
 class AuthTest {
   private static final String WRITER = "java-writer-token-0123";
   private static final String PYTHON =
-      System.getProperty("contextengine.python", Sidecar.REPO.resolve(".venv/bin/python").toString());
+      System.getProperty(
+          "contextengine.python", Sidecar.REPO.resolve(".venv/bin/python").toString());
   private static Path pki;
   private static Sidecar sidecar;
 

@@ -18,7 +18,8 @@ final class CancelWatch implements ClientInterceptor {
   @Override
   public <Q, R> ClientCall<Q, R> interceptCall(
       MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-    return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
+    return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(
+        next.newCall(method, options)) {
       @Override
       public void cancel(String message, Throwable cause) {
         cancelled.release();

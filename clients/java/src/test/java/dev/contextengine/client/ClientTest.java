@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.contextengine.v1.AppendEventRequest;
 import dev.contextengine.v1.AppendEventResponse;
 import dev.contextengine.v1.AppendEventsRequest;
 import dev.contextengine.v1.BuildContextResponse;
@@ -41,7 +40,11 @@ class ClientTest {
 
   @BeforeAll
   static void connect() {
-    ce = ContextEngineClient.builder().target(Sidecar.shared()).timeout(Duration.ofSeconds(20)).build();
+    ce =
+        ContextEngineClient.builder()
+            .target(Sidecar.shared())
+            .timeout(Duration.ofSeconds(20))
+            .build();
   }
 
   @AfterAll
@@ -68,7 +71,9 @@ class ClientTest {
     @Override
     public <Q, R> ClientCall<Q, R> interceptCall(
         MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-      counts.computeIfAbsent(method.getBareMethodName(), k -> new AtomicInteger()).incrementAndGet();
+      counts
+          .computeIfAbsent(method.getBareMethodName(), k -> new AtomicInteger())
+          .incrementAndGet();
       return next.newCall(method, options);
     }
 
@@ -85,7 +90,8 @@ class ClientTest {
   @Test
   void appendBuildAndRead() {
     SessionRef ref = newSession(ce);
-    AppendEventResponse first = ce.appendEvent(ref.appendEvent(SessionRef.said("user", "inv-1", "Hi!")));
+    AppendEventResponse first =
+        ce.appendEvent(ref.appendEvent(SessionRef.said("user", "inv-1", "Hi!")));
     assertEquals(1, first.getEvent().getSequence());
     assertFalse(first.getEvent().getId().isEmpty(), "the client gave the event an id");
     assertTrue(first.getEvent().getTimestamp() > 1.7e9, "and a timestamp in seconds");
@@ -109,7 +115,8 @@ class ClientTest {
                 .setUserId("u")
                 .setSessionId("nope")
                 .build());
-    ExecutionException e = assertThrows(ExecutionException.class, () -> missing.get(20, TimeUnit.SECONDS));
+    ExecutionException e =
+        assertThrows(ExecutionException.class, () -> missing.get(20, TimeUnit.SECONDS));
     ContextEngineException error = (ContextEngineException) e.getCause();
     assertEquals(Status.Code.NOT_FOUND, error.code());
     assertEquals("SESSION_NOT_FOUND", error.reason());
@@ -118,12 +125,14 @@ class ClientTest {
   @Test
   void serverErrorsKeepCodeReasonAndMetadata() {
     SessionRef ref = newSession(ce);
-    ce.appendEvent(ref.appendEvent(SessionRef.said("user", "i", "x").toBuilder().setId("once").build()));
+    ce.appendEvent(
+        ref.appendEvent(SessionRef.said("user", "i", "x").toBuilder().setId("once").build()));
     ContextEngineException e =
         thrown(
             () ->
                 ce.appendEvent(
-                    ref.appendEvent(SessionRef.said("user", "i", "other").toBuilder().setId("once").build())));
+                    ref.appendEvent(
+                        SessionRef.said("user", "i", "other").toBuilder().setId("once").build())));
     assertEquals(Status.Code.ALREADY_EXISTS, e.code());
     assertEquals("EVENT_ID_CONFLICT", e.reason());
     assertEquals(ContextEngineException.DOMAIN, e.domain());
@@ -145,7 +154,8 @@ class ClientTest {
   @Test
   void anAppendWithTheSameIdIsIdempotent() {
     SessionRef ref = newSession(ce);
-    Event event = SessionRef.said("user", "i", "x").toBuilder().setId("e-1").setTimestamp(1.8e9).build();
+    Event event =
+        SessionRef.said("user", "i", "x").toBuilder().setId("e-1").setTimestamp(1.8e9).build();
     AppendEventResponse a = ce.appendEvent(ref.appendEvent(event));
     AppendEventResponse b = ce.appendEvent(ref.appendEvent(event));
     assertTrue(b.getDuplicate());
@@ -174,28 +184,45 @@ class ClientTest {
   @Test
   void missingIdsAreRejectedBeforeSending() {
     // A closed port: had anything been sent, the error would be UNAVAILABLE.
-    try (ContextEngineClient down = ContextEngineClient.connect("127.0.0.1:" + Sidecar.closedPort())) {
+    try (ContextEngineClient down =
+        ContextEngineClient.connect("127.0.0.1:" + Sidecar.closedPort())) {
       ContextEngineException e =
-          thrown(() -> down.getSession(GetSessionRequest.newBuilder().setAppName("a").setUserId("u").build()));
+          thrown(
+              () ->
+                  down.getSession(
+                      GetSessionRequest.newBuilder().setAppName("a").setUserId("u").build()));
       assertEquals(Status.Code.INVALID_ARGUMENT, e.code());
       assertEquals("MISSING_FIELD", e.reason());
       assertEquals(Map.of("field", "session_id"), e.metadata());
       assertTrue(e.clientSide());
-      assertEquals("app_name", thrown(() -> down.createSession(CreateSessionRequest.getDefaultInstance())).metadata().get("field"));
+      assertEquals(
+          "app_name",
+          thrown(() -> down.createSession(CreateSessionRequest.getDefaultInstance()))
+              .metadata()
+              .get("field"));
       assertEquals(
           "user_id",
-          thrown(() -> down.createSession(CreateSessionRequest.newBuilder().setAppName("a").build()))
+          thrown(
+                  () ->
+                      down.createSession(CreateSessionRequest.newBuilder().setAppName("a").build()))
               .metadata()
               .get("field"));
       SessionRef ref = new SessionRef("a", "u", "s");
       assertEquals(
           "event",
-          thrown(() -> down.appendEvent(ref.appendEvent(Event.getDefaultInstance()).toBuilder().clearEvent().build()))
+          thrown(
+                  () ->
+                      down.appendEvent(
+                          ref.appendEvent(Event.getDefaultInstance()).toBuilder()
+                              .clearEvent()
+                              .build()))
               .metadata()
               .get("field"));
       assertEquals(
           "event.author",
-          thrown(() -> down.appendEvent(ref.appendEvent(Event.getDefaultInstance()))).metadata().get("field"));
+          thrown(() -> down.appendEvent(ref.appendEvent(Event.getDefaultInstance())))
+              .metadata()
+              .get("field"));
       assertEquals(
           "events[1].author",
           thrown(
@@ -210,10 +237,22 @@ class ClientTest {
                               .build()))
               .metadata()
               .get("field"));
-      assertEquals("config", thrown(() -> down.updateAppConfig(UpdateAppConfigRequest.getDefaultInstance())).metadata().get("field"));
-      assertEquals("session_id", thrown(() -> down.subscribeEvents(ref.subscribeEvents().toBuilder().clearSessionId().build())).metadata().get("field"));
+      assertEquals(
+          "config",
+          thrown(() -> down.updateAppConfig(UpdateAppConfigRequest.getDefaultInstance()))
+              .metadata()
+              .get("field"));
+      assertEquals(
+          "session_id",
+          thrown(
+                  () ->
+                      down.subscribeEvents(
+                          ref.subscribeEvents().toBuilder().clearSessionId().build()))
+              .metadata()
+              .get("field"));
       // The async twins fail their future instead of throwing.
-      assertTrue(down.getSessionAsync(GetSessionRequest.getDefaultInstance()).isCompletedExceptionally());
+      assertTrue(
+          down.getSessionAsync(GetSessionRequest.getDefaultInstance()).isCompletedExceptionally());
     }
   }
 
@@ -221,29 +260,49 @@ class ClientTest {
   void aSidecarThatIsDownFailsFastWithUnavailable() {
     String target = "127.0.0.1:" + Sidecar.closedPort();
     Attempts attempts = new Attempts();
-    try (ContextEngineClient down = ContextEngineClient.builder().target(target).intercept(attempts).build()) {
+    try (ContextEngineClient down =
+        ContextEngineClient.builder().target(target).intercept(attempts).build()) {
       long t0 = System.nanoTime();
-      ContextEngineException e = thrown(() -> down.getSession(new SessionRef("a", "u", "s").getSession()));
+      ContextEngineException e =
+          thrown(() -> down.getSession(new SessionRef("a", "u", "s").getSession()));
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       assertEquals(Status.Code.UNAVAILABLE, e.code());
       assertTrue(e.clientSide());
-      assertTrue(e.getMessage().contains("cannot reach the contextengine sidecar at " + target), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("cannot reach the contextengine sidecar at " + target),
+          e.getMessage());
       assertTrue(e.getMessage().contains("4 attempts"), e.getMessage());
       assertEquals(4, attempts.of("GetSession"), "a read is retried");
       assertTrue(ms < 5_000, "failed after " + ms + " ms");
       // Creating a session is never retried.
-      thrown(() -> down.createSession(CreateSessionRequest.newBuilder().setAppName("a").setUserId("u").build()));
+      thrown(
+          () ->
+              down.createSession(
+                  CreateSessionRequest.newBuilder().setAppName("a").setUserId("u").build()));
       assertEquals(1, attempts.of("CreateSession"));
       thrown(() -> down.compact(new SessionRef("a", "u", "s").compact()));
       assertEquals(1, attempts.of("Compact"));
       thrown(() -> down.deleteSession(new SessionRef("a", "u", "s").deleteSession()));
-      assertEquals(1, attempts.of("DeleteSession"), "without allow_missing a delete is not retried");
-      thrown(() -> down.deleteSession(new SessionRef("a", "u", "s").deleteSession().toBuilder().setAllowMissing(true).build()));
+      assertEquals(
+          1, attempts.of("DeleteSession"), "without allow_missing a delete is not retried");
+      thrown(
+          () ->
+              down.deleteSession(
+                  new SessionRef("a", "u", "s")
+                      .deleteSession().toBuilder().setAllowMissing(true).build()));
       assertEquals(5, attempts.of("DeleteSession"));
-      thrown(() -> down.appendEvent(new SessionRef("a", "u", "s").appendEvent(SessionRef.said("user", "i", "x"))));
+      thrown(
+          () ->
+              down.appendEvent(
+                  new SessionRef("a", "u", "s").appendEvent(SessionRef.said("user", "i", "x"))));
       assertEquals(4, attempts.of("AppendEvent"), "an append (its id assigned first) is retried");
     }
-    try (ContextEngineClient once = ContextEngineClient.builder().target(target).retryPolicy(RetryPolicy.NONE).intercept(attempts).build()) {
+    try (ContextEngineClient once =
+        ContextEngineClient.builder()
+            .target(target)
+            .retryPolicy(RetryPolicy.NONE)
+            .intercept(attempts)
+            .build()) {
       thrown(() -> once.buildContext(new SessionRef("a", "u", "s").buildContext("x")));
       assertEquals(1, attempts.of("BuildContext"));
     }
@@ -261,11 +320,14 @@ class ClientTest {
             .intercept(attempts)
             .build()) {
       long t0 = System.nanoTime();
-      ContextEngineException e = thrown(() -> down.getSession(new SessionRef("a", "u", "s").getSession()));
+      ContextEngineException e =
+          thrown(() -> down.getSession(new SessionRef("a", "u", "s").getSession()));
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       assertEquals(Status.Code.UNAVAILABLE, e.code());
       assertTrue(ms < 2_500, "the whole call took " + ms + " ms");
-      assertTrue(attempts.of("GetSession") > 1 && attempts.of("GetSession") < 20, attempts.counts.toString());
+      assertTrue(
+          attempts.of("GetSession") > 1 && attempts.of("GetSession") < 20,
+          attempts.counts.toString());
     }
   }
 
@@ -273,16 +335,23 @@ class ClientTest {
   void aHungServerIsDeadlineExceededAfterTheDeadline() throws Exception {
     try (Sidecar.Silent silent = new Sidecar.Silent();
         ContextEngineClient hung =
-            ContextEngineClient.builder().target(silent.target()).timeout(Duration.ofMillis(700)).build()) {
+            ContextEngineClient.builder()
+                .target(silent.target())
+                .timeout(Duration.ofMillis(700))
+                .build()) {
       long t0 = System.nanoTime();
-      ContextEngineException e = thrown(() -> hung.getSession(new SessionRef("a", "u", "s").getSession()));
+      ContextEngineException e =
+          thrown(() -> hung.getSession(new SessionRef("a", "u", "s").getSession()));
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       assertEquals(Status.Code.DEADLINE_EXCEEDED, e.code());
       assertTrue(e.getMessage().contains("within the 700 ms deadline"), e.getMessage());
       assertTrue(ms >= 650 && ms < 3_000, "after " + ms + " ms");
       // A per-call deadline through a view of the client.
       long t1 = System.nanoTime();
-      thrown(() -> hung.withTimeout(Duration.ofMillis(200)).getSession(new SessionRef("a", "u", "s").getSession()));
+      thrown(
+          () ->
+              hung.withTimeout(Duration.ofMillis(200))
+                  .getSession(new SessionRef("a", "u", "s").getSession()));
       long ms1 = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t1);
       assertTrue(ms1 < 650, "after " + ms1 + " ms");
     }
@@ -296,7 +365,11 @@ class ClientTest {
       Thread.sleep(100);
       assertTrue(call.cancel(true));
       assertTrue(call.isCancelled());
-      ContextEngineException e = thrown(() -> hung.withTimeout(Duration.ofMillis(100)).getSession(new SessionRef("a", "u", "s").getSession()));
+      ContextEngineException e =
+          thrown(
+              () ->
+                  hung.withTimeout(Duration.ofMillis(100))
+                      .getSession(new SessionRef("a", "u", "s").getSession()));
       assertEquals(Status.Code.DEADLINE_EXCEEDED, e.code());
     }
   }
@@ -321,7 +394,8 @@ class ClientTest {
     assertEquals(4L, sequences.get(0));
     assertEquals(25L, sequences.get(21));
     for (int i = 0; i < 4; i++) {
-      ce.createSession(CreateSessionRequest.newBuilder().setAppName(ref.appName()).setUserId("v").build());
+      ce.createSession(
+          CreateSessionRequest.newBuilder().setAppName(ref.appName()).setUserId("v").build());
     }
     int count = 0;
     for (Session s :
@@ -342,12 +416,18 @@ class ClientTest {
     UpdateAppConfigRequest.Builder config = UpdateAppConfigRequest.newBuilder();
     com.google.protobuf.util.JsonFormat.parser()
         .merge(
-            "{\"config\": {\"app_name\": \"" + app + "\", \"context_cache_config\": {\"cache_intervals\": 5, \"ttl_seconds\": 600}}}",
+            "{\"config\": {\"app_name\": \""
+                + app
+                + "\", \"context_cache_config\": {\"cache_intervals\": 5, \"ttl_seconds\": 600}}}",
             config);
     ce.updateAppConfig(config.build());
     SessionRef ref =
-        SessionRef.of(ce.createSession(CreateSessionRequest.newBuilder().setAppName(app).setUserId("erin").build()).getSession());
-    dev.contextengine.v1.BuildContextRequest.Builder request = ref.buildContext("forecaster").toBuilder();
+        SessionRef.of(
+            ce.createSession(
+                    CreateSessionRequest.newBuilder().setAppName(app).setUserId("erin").build())
+                .getSession());
+    dev.contextengine.v1.BuildContextRequest.Builder request =
+        ref.buildContext("forecaster").toBuilder();
     com.google.protobuf.util.JsonFormat.parser()
         .merge(
             "{\"model\": {\"provider\": \"MODEL_PROVIDER_GEMINI\", \"model\": \"gemini-2.0-flash\"},"
@@ -358,17 +438,22 @@ class ClientTest {
     int withPrefix = 0;
     for (int invocation = 1; invocation <= 3; invocation++) {
       String id = "i" + invocation;
-      ce.appendEvent(ref.appendEvent(SessionRef.said("user", id, "Weather in city " + invocation + "? café 漢字 😀")));
+      ce.appendEvent(
+          ref.appendEvent(
+              SessionRef.said("user", id, "Weather in city " + invocation + "? café 漢字 😀")));
       BuildContextResponse context = ce.buildContext(request.setInvocationId(id).build());
       assertFalse(context.getFingerprint().isEmpty());
       assertEquals(
           context.getFingerprint(),
-          Fingerprint.of(request.build(), context.getContentsList(), context.getCacheableContentsCount()),
+          Fingerprint.of(
+              request.build(), context.getContentsList(), context.getCacheableContentsCount()),
           "invocation " + invocation);
       if (context.getCacheableContentsCount() > 0) {
         withPrefix += 1;
       }
-      ce.appendEvent(ref.appendEvent(SessionRef.said("forecaster", id, "Sunny, " + (20 + invocation) + " C.")));
+      ce.appendEvent(
+          ref.appendEvent(
+              SessionRef.said("forecaster", id, "Sunny, " + (20 + invocation) + " C.")));
     }
     assertTrue(withPrefix > 0, "some contexts had a cacheable prefix");
   }
@@ -376,10 +461,16 @@ class ClientTest {
   @Test
   void aChannelOfYourOwnIsSharedAndNotClosed() {
     io.grpc.ManagedChannel channel =
-        io.grpc.Grpc.newChannelBuilder(Sidecar.shared(), io.grpc.InsecureChannelCredentials.create()).build();
+        io.grpc.Grpc.newChannelBuilder(
+                Sidecar.shared(), io.grpc.InsecureChannelCredentials.create())
+            .build();
     try {
       try (ContextEngineClient a = ContextEngineClient.builder().channel(channel).build();
-          ContextEngineClient b = ContextEngineClient.builder().channel(channel).timeout(Duration.ofSeconds(20)).build()) {
+          ContextEngineClient b =
+              ContextEngineClient.builder()
+                  .channel(channel)
+                  .timeout(Duration.ofSeconds(20))
+                  .build()) {
         SessionRef ref = newSession(a);
         assertEquals(ref.sessionId(), b.getSession(ref.getSession()).getSession().getId());
       }
@@ -399,9 +490,17 @@ class ClientTest {
     java.nio.file.Path portFile = dir.resolve("port");
     Process server =
         new ProcessBuilder(
-                System.getProperty("contextengine.python", Sidecar.REPO.resolve(".venv/bin/python").toString()),
-                "-m", "contextengine", "serve", "--db", ":memory:", "--listen", "unix:" + socket,
-                "--port-file", portFile.toString())
+                System.getProperty(
+                    "contextengine.python", Sidecar.REPO.resolve(".venv/bin/python").toString()),
+                "-m",
+                "contextengine",
+                "serve",
+                "--db",
+                ":memory:",
+                "--listen",
+                "unix:" + socket,
+                "--port-file",
+                portFile.toString())
             .directory(Sidecar.REPO.toFile())
             .redirectErrorStream(true)
             .redirectOutput(dir.resolve("log").toFile())
@@ -413,9 +512,14 @@ class ClientTest {
       }
       Thread.sleep(200);
       for (String target : List.of(socket.toString(), "unix:" + socket)) {
-        try (ContextEngineClient uds = ContextEngineClient.builder().target(target).timeout(Duration.ofSeconds(20)).build()) {
+        try (ContextEngineClient uds =
+            ContextEngineClient.builder().target(target).timeout(Duration.ofSeconds(20)).build()) {
           SessionRef ref = newSession(uds);
-          assertEquals(1, uds.appendEvent(ref.appendEvent(SessionRef.said("user", "i", "hi"))).getEvent().getSequence());
+          assertEquals(
+              1,
+              uds.appendEvent(ref.appendEvent(SessionRef.said("user", "i", "hi")))
+                  .getEvent()
+                  .getSequence());
         }
       }
     } finally {

@@ -42,7 +42,11 @@ class ContextToolsTest {
 
   @BeforeAll
   static void connect() {
-    ce = ContextEngineClient.builder().target(Sidecar.shared()).timeout(Duration.ofSeconds(20)).build();
+    ce =
+        ContextEngineClient.builder()
+            .target(Sidecar.shared())
+            .timeout(Duration.ofSeconds(20))
+            .build();
   }
 
   @AfterAll
@@ -63,7 +67,9 @@ class ContextToolsTest {
                 AppConfig.newBuilder()
                     .setAppName(app)
                     .setContextTools(
-                        ContextToolsConfig.newBuilder().setEnabled(enabled).setMaxHiddenFraction(1)))
+                        ContextToolsConfig.newBuilder()
+                            .setEnabled(enabled)
+                            .setMaxHiddenFraction(1)))
             .build());
     return SessionRef.of(
         ce.createSession(CreateSessionRequest.newBuilder().setAppName(app).setUserId("u").build())
@@ -74,8 +80,13 @@ class ContextToolsTest {
   static void bulkyTurn(SessionRef ref) {
     StringBuilder rows = new StringBuilder();
     for (int i = 0; i < 40; i++) {
-      rows.append("row").append(i).append(": water level ").append(i * 7 % 31)
-          .append(" cm at station S").append(i).append(" measured twice; ");
+      rows.append("row")
+          .append(i)
+          .append(": water level ")
+          .append(i * 7 % 31)
+          .append(" cm at station S")
+          .append(i)
+          .append(" measured twice; ");
     }
     Struct args = ContextTools.struct(Map.of("topic", "tides"));
     ce.appendEvents(
@@ -84,7 +95,11 @@ class ContextToolsTest {
             .setUserId(ref.userId())
             .setSessionId(ref.sessionId())
             .addEvents(SessionRef.said("user", "i1", "Find the tide tables."))
-            .addEvents(ContextTools.callEvent("agent", "i1", FunctionCall.newBuilder().setId("c1").setName("fetch").setArgs(args).build()))
+            .addEvents(
+                ContextTools.callEvent(
+                    "agent",
+                    "i1",
+                    FunctionCall.newBuilder().setId("c1").setName("fetch").setArgs(args).build()))
             .addEvents(
                 ContextTools.answerEvent(
                     "agent",
@@ -109,14 +124,21 @@ class ContextToolsTest {
 
   @Test
   void declarationsInEveryProvidersShape() {
-    ContextTools tools = ce.contextTools(new SessionRef(Sidecar.uniqueApp("java-tools"), "u", "s"), "agent");
+    ContextTools tools =
+        ce.contextTools(new SessionRef(Sidecar.uniqueApp("java-tools"), "u", "s"), "agent");
     List<String> names = new ArrayList<>();
     for (Map<String, Object> declaration : tools.declarations()) {
       names.add((String) declaration.get("name"));
     }
     assertEquals(
-        List.of("context_status", "context_pin", "context_unpin", "context_hide", "context_summarize",
-            "context_expand", "context_search"),
+        List.of(
+            "context_status",
+            "context_pin",
+            "context_unpin",
+            "context_hide",
+            "context_summarize",
+            "context_expand",
+            "context_search"),
         names);
     assertEquals(ContextTools.NAMES, Set.copyOf(names));
     @SuppressWarnings("unchecked")
@@ -154,11 +176,14 @@ class ContextToolsTest {
     CallContextToolResponse answer = tools.call(hide, "i2");
     assertFalse(answer.hasRefusal());
     assertEquals(
-        List.of(ContextEdit.newBuilder()
-            .setHide(dev.contextengine.v1.HiddenRange.newBuilder()
-                .setRange(dev.contextengine.v1.SequenceRange.newBuilder().setFirst(2).setLast(3))
-                .setStub("The tide tables."))
-            .build()),
+        List.of(
+            ContextEdit.newBuilder()
+                .setHide(
+                    dev.contextengine.v1.HiddenRange.newBuilder()
+                        .setRange(
+                            dev.contextengine.v1.SequenceRange.newBuilder().setFirst(2).setLast(3))
+                        .setStub("The tide tables."))
+                .build()),
         answer.getEditsList());
     assertEquals("c2", answer.getResponse().getId());
     assertEquals("context_hide", answer.getResponse().getName());
@@ -168,7 +193,10 @@ class ContextToolsTest {
     assertTrue((Long) result.get("tokens_hidden") > 100, result.toString());
 
     // appending the answer records the edit on it
-    Event stored = ce.appendEvent(ref.appendEvent(ContextTools.answerEvent("agent", "i2", answer.getResponse()))).getEvent();
+    Event stored =
+        ce.appendEvent(
+                ref.appendEvent(ContextTools.answerEvent("agent", "i2", answer.getResponse())))
+            .getEvent();
     assertEquals(7, stored.getSequence());
     assertEquals(answer.getEditsList(), stored.getContextEditsList());
     String context = texts(ce.buildContext(ref.buildContext("agent")));
@@ -200,13 +228,16 @@ class ContextToolsTest {
     ContextTools tools =
         ce.contextTools(ref.appName(), ref.userId(), ref.sessionId(), "agent", null, null);
     // an Anthropic-style call, its input JSON values: the current turn is never edited
-    Map<String, Object> refused = tools.run("context_hide", Map.of("first", 4, "last", 5), "c2", "i2");
+    Map<String, Object> refused =
+        tools.run("context_hide", Map.of("first", 4, "last", 5), "c2", "i2");
     assertEquals(false, refused.get("ok"));
     assertEquals("CONTEXT_EDIT_REFUSED", refused.get("reason"));
     assertEquals("current_turn", refused.get("rule"));
     assertTrue(((String) refused.get("message")).contains("ends before 5"), refused.toString());
     CallContextToolResponse wrongShape =
-        tools.call(ContextTools.functionCall("context_pin", "{\"first\": 2, \"where\": \"here\"}", "c3"), "i2");
+        tools.call(
+            ContextTools.functionCall("context_pin", "{\"first\": 2, \"where\": \"here\"}", "c3"),
+            "i2");
     assertEquals("INVALID_TOOL_ARGUMENTS", wrongShape.getRefusal().getReason());
     assertEquals("call.args.where", wrongShape.getRefusal().getMetadataMap().get("field"));
     assertEquals(0, wrongShape.getEditsCount());
@@ -216,23 +247,30 @@ class ContextToolsTest {
     @SuppressWarnings("unchecked")
     List<Map<String, Object>> largest = (List<Map<String, Object>>) status.get("largest_events");
     assertEquals(3L, largest.get(0).get("sequence"));
-    Map<String, Object> search = tools.run("context_search", Map.of("query", "high tide code", "limit", 2), "c4", "i2");
+    Map<String, Object> search =
+        tools.run("context_search", Map.of("query", "high tide code", "limit", 2), "c4", "i2");
     @SuppressWarnings("unchecked")
     List<Map<String, Object>> results = (List<Map<String, Object>>) search.get("results");
     assertEquals(4L, results.get(0).get("sequence"));
 
-    assertThrows(IllegalArgumentException.class, () -> tools.run("context_status", "[1, 2]", "", "i2"));
-    assertThrows(IllegalArgumentException.class, () -> tools.run("context_status", "{oops", "", "i2"));
+    assertThrows(
+        IllegalArgumentException.class, () -> tools.run("context_status", "[1, 2]", "", "i2"));
+    assertThrows(
+        IllegalArgumentException.class, () -> tools.run("context_status", "{oops", "", "i2"));
 
     ContextEngineException unknown = thrown(() -> tools.run("delete_everything", "{}", "", "i2"));
     assertEquals(Status.Code.INVALID_ARGUMENT, unknown.code());
     assertEquals("UNKNOWN_CONTEXT_TOOL", unknown.reason());
     assertEquals("delete_everything", unknown.metadata().get("name"));
     ContextEngineException missing =
-        thrown(() -> ce.contextTools(new SessionRef(ref.appName(), "u", "missing"), "agent").run("context_status", "", "", ""));
+        thrown(
+            () ->
+                ce.contextTools(new SessionRef(ref.appName(), "u", "missing"), "agent")
+                    .run("context_status", "", "", ""));
     assertEquals("SESSION_NOT_FOUND", missing.reason());
     SessionRef off = session(false);
-    ContextEngineException disabled = thrown(() -> ce.contextTools(off, "agent").run("context_status", "", "", ""));
+    ContextEngineException disabled =
+        thrown(() -> ce.contextTools(off, "agent").run("context_status", "", "", ""));
     assertEquals(Status.Code.FAILED_PRECONDITION, disabled.code());
     assertEquals("CONTEXT_TOOLS_DISABLED", disabled.reason());
     assertEquals(off.appName(), disabled.metadata().get("app_name"));
@@ -242,19 +280,27 @@ class ContextToolsTest {
   void listingIsRetriedCallingNeverIs() {
     ClientTest.Attempts attempts = new ClientTest.Attempts();
     try (ContextEngineClient down =
-        ContextEngineClient.builder().target("127.0.0.1:" + Sidecar.closedPort()).intercept(attempts).build()) {
+        ContextEngineClient.builder()
+            .target("127.0.0.1:" + Sidecar.closedPort())
+            .intercept(attempts)
+            .build()) {
       assertEquals(Status.Code.UNAVAILABLE, thrown(() -> down.listContextTools("a", "")).code());
       assertEquals(4, attempts.of("ListContextTools"), "a read is retried");
       ContextTools tools = down.contextTools(new SessionRef("a", "u", "s"), "agent");
-      assertEquals(Status.Code.UNAVAILABLE, thrown(() -> tools.run("context_status", "", "", "")).code());
+      assertEquals(
+          Status.Code.UNAVAILABLE, thrown(() -> tools.run("context_status", "", "", "")).code());
       assertEquals(1, attempts.of("CallContextTool"), "a call may append a summary: never retried");
       // missing ids are rejected before sending
-      ContextEngineException noApp = thrown(() -> down.listContextTools(ListContextToolsRequest.getDefaultInstance()));
+      ContextEngineException noApp =
+          thrown(() -> down.listContextTools(ListContextToolsRequest.getDefaultInstance()));
       assertEquals("MISSING_FIELD", noApp.reason());
       assertEquals(Map.of("field", "app_name"), noApp.metadata());
       assertTrue(noApp.clientSide());
       ContextEngineException noSession =
-          thrown(() -> down.callContextTool(CallContextToolRequest.newBuilder().setAppName("a").setUserId("u").build()));
+          thrown(
+              () ->
+                  down.callContextTool(
+                      CallContextToolRequest.newBuilder().setAppName("a").setUserId("u").build()));
       assertEquals(Map.of("field", "session_id"), noSession.metadata());
       assertEquals(4, attempts.of("ListContextTools"));
       assertEquals(1, attempts.of("CallContextTool"));
@@ -278,7 +324,8 @@ class ContextToolsTest {
     assertTrue(back.containsKey("none"));
     assertNull(back.get("none"));
     assertEquals(List.of(1L, "two", true, Map.of("k", 3L)), back.get("list"));
-    assertThrows(IllegalArgumentException.class, () -> ContextTools.struct(Map.of("when", new Object())));
+    assertThrows(
+        IllegalArgumentException.class, () -> ContextTools.struct(Map.of("when", new Object())));
     FunctionCall call = ContextTools.functionCall("context_pin", "  ", "");
     assertFalse(call.hasId());
     assertEquals(0, call.getArgs().getFieldsCount());

@@ -32,12 +32,17 @@ import org.junit.jupiter.api.Test;
 class ContextViewTest {
   private static ContextEngineClient ce;
   private static ContextEngineClient spied;
+
   /** {base_contents_count, contents sent} of each BuildContext answer {@code spied} received. */
   private static final List<List<Integer>> SENT = new CopyOnWriteArrayList<>();
 
   @BeforeAll
   static void connect() {
-    ce = ContextEngineClient.builder().target(Sidecar.shared()).timeout(Duration.ofSeconds(20)).build();
+    ce =
+        ContextEngineClient.builder()
+            .target(Sidecar.shared())
+            .timeout(Duration.ofSeconds(20))
+            .build();
     spied =
         ContextEngineClient.builder()
             .target(Sidecar.shared())
@@ -131,7 +136,8 @@ class ContextViewTest {
         assertThrows(ContextEngineException.class, () -> ce.buildContext(since(ref, -1, "x")));
     assertEquals(Status.Code.INVALID_ARGUMENT, e.code());
     assertEquals(false, e.clientSide());
-    assertTrue(e.metadata().getOrDefault("field", "").contains("since.contents_count"), e.toString());
+    assertTrue(
+        e.metadata().getOrDefault("field", "").contains("since.contents_count"), e.toString());
   }
 
   @Test
@@ -148,7 +154,8 @@ class ContextViewTest {
     assertSameAsFull(view.build(ref.buildContext("guide")), ref);
 
     secondTurn(ref);
-    BuildContextResponse grown = view.buildAsync(ref.buildContext("guide"), Duration.ofSeconds(5)).get();
+    BuildContextResponse grown =
+        view.buildAsync(ref.buildContext("guide"), Duration.ofSeconds(5)).get();
     assertEquals(4, grown.getContentsCount());
     assertSameAsFull(grown, ref);
     assertEquals(grown.getContentsList(), view.contents());
@@ -158,7 +165,8 @@ class ContextViewTest {
     assertEquals(2, rewound.getContentsCount());
     assertSameAsFull(rewound, ref);
 
-    // A summary of the first event replaces its content: the held contents are no longer the prefix.
+    // A summary of the first event replaces its content: the held contents are no longer the
+    // prefix.
     summarizeFirstEvent(ce, ref, "Asked about Monday.");
     BuildContextResponse compacted = view.build(ref.buildContext("guide"));
     assertSameAsFull(compacted, ref);
@@ -173,7 +181,13 @@ class ContextViewTest {
 
     int n = compacted.getContentsCount();
     assertEquals(
-        List.of(List.of(0, 2), List.of(2, 0), List.of(2, 2), List.of(0, 2), List.of(0, n), List.of(0, n)),
+        List.of(
+            List.of(0, 2),
+            List.of(2, 0),
+            List.of(2, 2),
+            List.of(0, 2),
+            List.of(0, n),
+            List.of(0, n)),
         SENT);
   }
 

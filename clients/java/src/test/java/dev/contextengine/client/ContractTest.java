@@ -43,7 +43,8 @@ class ContractTest {
   @SuppressWarnings("unchecked")
   private static Map<String, Object> vectors() throws IOException {
     return GSON.fromJson(
-        Files.readString(GOLDEN.resolve("fingerprints/vectors.json"), StandardCharsets.UTF_8), Map.class);
+        Files.readString(GOLDEN.resolve("fingerprints/vectors.json"), StandardCharsets.UTF_8),
+        Map.class);
   }
 
   @SuppressWarnings("unchecked")
@@ -78,7 +79,8 @@ class ContractTest {
                                     .build()))
                         .build();
                 ContextEngineException e =
-                    ContextEngineException.from(StatusProto.toStatusRuntimeException(status), "S/M");
+                    ContextEngineException.from(
+                        StatusProto.toStatusRuntimeException(status), "S/M");
                 assertEquals(Status.Code.FAILED_PRECONDITION, e.code());
                 assertEquals(name, e.reason());
                 assertEquals(ContextEngineException.DOMAIN, e.domain());
@@ -97,7 +99,8 @@ class ContractTest {
   @Test
   void aStatusWithoutDetailsHasAnEmptyReason() {
     ContextEngineException e =
-        ContextEngineException.from(Status.INTERNAL.withDescription("boom").asRuntimeException(), "");
+        ContextEngineException.from(
+            Status.INTERNAL.withDescription("boom").asRuntimeException(), "");
     assertEquals(Status.Code.INTERNAL, e.code());
     assertEquals("", e.reason());
     assertEquals(Map.of(), e.metadata());
@@ -127,7 +130,10 @@ class ContractTest {
     List<Map<String, Object>> jcs = list(vectors().get("jcs"));
     assertFalse(jcs.isEmpty());
     for (Map<String, Object> v : jcs) {
-      assertEquals(v.get("canonical"), Fingerprint.canonicalizeJson((String) v.get("input")), (String) v.get("name"));
+      assertEquals(
+          v.get("canonical"),
+          Fingerprint.canonicalizeJson((String) v.get("input")),
+          (String) v.get("name"));
     }
   }
 
@@ -184,8 +190,10 @@ class ContractTest {
   @Test
   void nonJsonValuesAreRefused() {
     assertThrows(Fingerprint.CanonicalizationException.class, () -> Fingerprint.number(Double.NaN));
-    assertThrows(Fingerprint.CanonicalizationException.class, () -> Fingerprint.canonicalize("\ud800"));
-    assertThrows(Fingerprint.CanonicalizationException.class, () -> Fingerprint.canonicalize(new Object()));
+    assertThrows(
+        Fingerprint.CanonicalizationException.class, () -> Fingerprint.canonicalize("\ud800"));
+    assertThrows(
+        Fingerprint.CanonicalizationException.class, () -> Fingerprint.canonicalize(new Object()));
   }
 
   // --- golden events ----------------------------------------------------------------------------
@@ -209,16 +217,21 @@ class ContractTest {
                 DynamicTest.dynamicTest(
                     name,
                     () -> {
-                      byte[] binary = Files.readAllBytes(GOLDEN.resolve("events/" + name + ".binpb"));
+                      byte[] binary =
+                          Files.readAllBytes(GOLDEN.resolve("events/" + name + ".binpb"));
                       Event fromBinary = Event.parseFrom(binary);
                       assertArrayEquals(binary, fromBinary.toByteArray(), "re-encoded bytes");
                       Event.Builder fromJson = Event.newBuilder();
                       JsonFormat.parser()
-                          .merge(Files.readString(GOLDEN.resolve("events/" + name + ".json")), fromJson);
+                          .merge(
+                              Files.readString(GOLDEN.resolve("events/" + name + ".json")),
+                              fromJson);
                       assertEquals(fromBinary, fromJson.build(), "JSON and binary decode alike");
                       Event.Builder back = Event.newBuilder();
                       JsonFormat.parser()
-                          .merge(JsonFormat.printer().preservingProtoFieldNames().print(fromBinary), back);
+                          .merge(
+                              JsonFormat.printer().preservingProtoFieldNames().print(fromBinary),
+                              back);
                       assertEquals(fromBinary, back.build(), "binary -> JSON -> message");
                     }));
   }

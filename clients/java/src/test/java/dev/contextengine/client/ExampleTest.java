@@ -28,7 +28,8 @@ class ExampleTest {
       System.setOut(original);
     }
     assertEquals(4, contents.size());
-    List<String> lines = Arrays.asList(captured.toString(StandardCharsets.UTF_8).strip().split("\n"));
+    List<String> lines =
+        Arrays.asList(captured.toString(StandardCharsets.UTF_8).strip().split("\n"));
     assertTrue(
         lines.get(0).matches("^context for calculator in session \\S+: 4 contents, \\d+ tokens.*"),
         lines.get(0));

@@ -4,9 +4,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The repository's fake of OpenAI's and Anthropic's HTTP APIs ({@code tests/fakes/provider_server.py})
- * as a process: it checks every request body against the provider SDKs' own types and answers
- * 400 for one they refuse, 200 with {@code Seen <n> messages; the last said: <text>.} otherwise.
+ * The repository's fake of OpenAI's and Anthropic's HTTP APIs ({@code
+ * tests/fakes/provider_server.py}) as a process: it checks every request body against the provider
+ * SDKs' own types and answers 400 for one they refuse, 200 with {@code Seen <n> messages; the last
+ * said: <text>.} otherwise.
  */
 final class FakeProviders implements AutoCloseable {
   private final Sidecar server;

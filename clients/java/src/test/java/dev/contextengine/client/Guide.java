@@ -18,7 +18,10 @@ import java.util.stream.Collectors;
 public final class Guide {
   private Guide() {}
 
-  /** The fenced blocks in {@code language} of the guide at {@code page} (from the repository's root). */
+  /**
+   * The fenced blocks in {@code language} of the guide at {@code page} (from the repository's
+   * root).
+   */
   public static List<String> blocks(String page, String language) throws IOException {
     String text = Files.readString(Sidecar.REPO.resolve(page), StandardCharsets.UTF_8);
     Matcher block =

@@ -20,11 +20,13 @@ class ReadmeTest {
   private static final Path EXAMPLE =
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ReadmeExample.java");
   private static final Path SINCE_EXAMPLE =
-      Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ContextViewExample.java");
+      Sidecar.REPO.resolve(
+          "clients/java/examples/dev/contextengine/examples/ContextViewExample.java");
   private static final Path RENDERINGS_EXAMPLE =
       Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/Renderings.java");
   private static final Path TOOLS_EXAMPLE =
-      Sidecar.REPO.resolve("clients/java/examples/dev/contextengine/examples/ContextToolsExample.java");
+      Sidecar.REPO.resolve(
+          "clients/java/examples/dev/contextengine/examples/ContextToolsExample.java");
 
   /** The {@code index}-th ```java block of the guide. */
   private static String block(int index) throws IOException {
@@ -54,7 +56,9 @@ class ReadmeTest {
 
   @Test
   void theExampleRunsAndPrintsWhatItsCommentsSay() throws Exception {
-    assertEquals(List.of("1 1", "NOT_FOUND SESSION_NOT_FOUND"), run("dev.contextengine.examples.ReadmeExample"));
+    assertEquals(
+        List.of("1 1", "NOT_FOUND SESSION_NOT_FOUND"),
+        run("dev.contextengine.examples.ReadmeExample"));
   }
 
   @Test

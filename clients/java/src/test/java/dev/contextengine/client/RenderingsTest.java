@@ -33,21 +33,26 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Renderings through the Java client against a real sidecar: {@code renderContext} for each
- * format, and {@link RenderedView}, whose reassembled answers must equal a fresh full rendering
- * through appends, a rewind and a compaction while only the new items cross the wire.
+ * Renderings through the Java client against a real sidecar: {@code renderContext} for each format,
+ * and {@link RenderedView}, whose reassembled answers must equal a fresh full rendering through
+ * appends, a rewind and a compaction while only the new items cross the wire.
  */
 class RenderingsTest {
   private static final Content SYSTEM =
       Content.newBuilder().addParts(Part.newBuilder().setText("You plan trips.")).build();
   private static ContextEngineClient ce;
   private static ContextEngineClient spied;
+
   /** {base_items_count, items sent} of each BuildContext answer {@code spied} received. */
   private static final List<List<Integer>> SENT = new CopyOnWriteArrayList<>();
 
   @BeforeAll
   static void connect() {
-    ce = ContextEngineClient.builder().target(Sidecar.shared()).timeout(Duration.ofSeconds(20)).build();
+    ce =
+        ContextEngineClient.builder()
+            .target(Sidecar.shared())
+            .timeout(Duration.ofSeconds(20))
+            .build();
     Answers record =
         new Answers(
             answer -> {
@@ -84,15 +89,26 @@ class RenderingsTest {
   static Event call(String id, String name, String args) {
     return event(
         "{\"author\":\"planner\",\"invocationId\":\"i1\",\"content\":{\"role\":\"model\",\"parts\":"
-            + "[{\"functionCall\":{\"id\":\"" + id + "\",\"name\":\"" + name + "\",\"args\":" + args + "}}]}}");
+            + "[{\"functionCall\":{\"id\":\""
+            + id
+            + "\",\"name\":\""
+            + name
+            + "\",\"args\":"
+            + args
+            + "}}]}}");
   }
 
   /** The result of the call {@code id} of {@code name}: {@code response} (JSON). */
   static Event result(String id, String name, String response) {
     return event(
         "{\"author\":\"planner\",\"invocationId\":\"i1\",\"content\":{\"role\":\"user\",\"parts\":"
-            + "[{\"functionResponse\":{\"id\":\"" + id + "\",\"name\":\"" + name + "\",\"response\":"
-            + response + "}}]}}");
+            + "[{\"functionResponse\":{\"id\":\""
+            + id
+            + "\",\"name\":\""
+            + name
+            + "\",\"response\":"
+            + response
+            + "}}]}}");
   }
 
   static void append(ContextEngineClient ce, SessionRef ref, Event... events) {
@@ -118,7 +134,10 @@ class RenderingsTest {
   /** A fresh full rendering of {@code format}, through buildContext. */
   private static BuildContextResponse full(SessionRef ref, RenderFormat format) {
     BuildContextResponse answer =
-        ce.buildContext(request(ref).toBuilder().setRender(RenderRequest.newBuilder().setFormat(format)).build());
+        ce.buildContext(
+            request(ref).toBuilder()
+                .setRender(RenderRequest.newBuilder().setFormat(format))
+                .build());
     assertEquals(0, answer.getRendered().getBaseItemsCount());
     return answer;
   }
@@ -127,7 +146,11 @@ class RenderingsTest {
   @Test
   void renderContextGivesEachProvidersRequestPart() {
     SessionRef ref = asked();
-    append(ce, ref, SessionRef.said("planner", "i1", "MAAT."), SessionRef.said("user", "i2", "And on Tuesday?"));
+    append(
+        ce,
+        ref,
+        SessionRef.said("planner", "i1", "MAAT."),
+        SessionRef.said("user", "i2", "And on Tuesday?"));
 
     JsonObject chat = ce.renderContext(request(ref), RenderFormat.RENDER_FORMAT_OPENAI_CHAT);
     assertEquals(
@@ -145,7 +168,8 @@ class RenderingsTest {
         texts(input, "input"));
     assertEquals("You plan trips.", input.get("instructions").getAsString());
 
-    JsonObject messages = ce.renderContext(request(ref), RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES);
+    JsonObject messages =
+        ce.renderContext(request(ref), RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES);
     assertEquals(
         List.of(
             "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Which museums open on Monday?\"}]}",
@@ -163,8 +187,6 @@ class RenderingsTest {
     return texts;
   }
 
-
-
   @Test
   void renderContextReplacesTheRequestsOwnRenderAndSince() throws Exception {
     SessionRef ref = asked();
@@ -175,10 +197,12 @@ class RenderingsTest {
                     .setFormat(RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES)
                     .setSince(RenderedSince.newBuilder().setItemsCount(1).setItemsDigest("x")))
             .build();
-    JsonObject part = ce.renderContextAsync(withSince, RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES).get();
+    JsonObject part =
+        ce.renderContextAsync(withSince, RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES).get();
     assertEquals(1, part.getAsJsonArray("messages").size());
     assertEquals(
-        JsonParser.parseString(full(ref, RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES).getRendered().getItems(0)),
+        JsonParser.parseString(
+            full(ref, RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES).getRendered().getItems(0)),
         part.getAsJsonArray("messages").get(0));
   }
 
@@ -198,13 +222,18 @@ class RenderingsTest {
     ContextEngineException e =
         assertThrows(
             ContextEngineException.class,
-            () -> ce.renderContext(
-                request(new SessionRef("nope", "u", "s")), RenderFormat.RENDER_FORMAT_OPENAI_CHAT));
+            () ->
+                ce.renderContext(
+                    request(new SessionRef("nope", "u", "s")),
+                    RenderFormat.RENDER_FORMAT_OPENAI_CHAT));
     assertEquals("SESSION_NOT_FOUND", e.reason());
     ContextEngineException missing =
         assertThrows(
             ContextEngineException.class,
-            () -> ce.renderContext(BuildContextRequest.getDefaultInstance(), RenderFormat.RENDER_FORMAT_OPENAI_CHAT));
+            () ->
+                ce.renderContext(
+                    BuildContextRequest.getDefaultInstance(),
+                    RenderFormat.RENDER_FORMAT_OPENAI_CHAT));
     assertEquals("app_name", missing.metadata().get("field"));
   }
 
@@ -225,7 +254,8 @@ class RenderingsTest {
       assertTrue(e.getMessage().contains("older than renderings"), e.getMessage());
 
       RenderedView view = old.renderedView(RenderFormat.RENDER_FORMAT_OPENAI_CHAT);
-      ExecutionException async = assertThrows(ExecutionException.class, () -> view.buildAsync(request(ref)).get());
+      ExecutionException async =
+          assertThrows(ExecutionException.class, () -> view.buildAsync(request(ref)).get());
       assertEquals(Status.Code.UNIMPLEMENTED, ((ContextEngineException) async.getCause()).code());
       assertEquals(List.of(), view.items());
     }
@@ -236,9 +266,14 @@ class RenderingsTest {
     SessionRef ref = asked();
     UnaryOperator<BuildContextResponse> garble =
         answer ->
-            answer.toBuilder().setRendered(answer.getRendered().toBuilder().addItems("{not json")).build();
+            answer.toBuilder()
+                .setRendered(answer.getRendered().toBuilder().addItems("{not json"))
+                .build();
     try (ContextEngineClient broken =
-        ContextEngineClient.builder().target(Sidecar.shared()).intercept(new Answers(garble)).build()) {
+        ContextEngineClient.builder()
+            .target(Sidecar.shared())
+            .intercept(new Answers(garble))
+            .build()) {
       ContextEngineException e =
           assertThrows(
               ContextEngineException.class,
@@ -264,7 +299,11 @@ class RenderingsTest {
     assertEquals(full(ref, format), view.build(request(ref)));
 
     append(ce, ref, call("toolu_1", "open_museums", "{\"city\":\"Lisbon\"}"));
-    append(ce, ref, result("toolu_1", "open_museums", "{\"open\":[\"MAAT\"]}"), SessionRef.said("planner", "i1", "MAAT."));
+    append(
+        ce,
+        ref,
+        result("toolu_1", "open_museums", "{\"open\":[\"MAAT\"]}"),
+        SessionRef.said("planner", "i1", "MAAT."));
     append(ce, ref, SessionRef.said("user", "i2", "And on Tuesday?"));
     BuildContextResponse grown = view.buildAsync(request(ref), Duration.ofSeconds(5)).get();
     assertEquals(5, grown.getRendered().getItemsCount());
@@ -281,7 +320,8 @@ class RenderingsTest {
     BuildContextResponse compacted = view.build(request(ref));
     assertEquals(full(ref, format), compacted);
     assertTrue(
-        compacted.getRendered().getItemsList().stream().anyMatch(i -> i.contains("Asked about Monday.")),
+        compacted.getRendered().getItemsList().stream()
+            .anyMatch(i -> i.contains("Asked about Monday.")),
         compacted.toString());
 
     view.reset();
@@ -290,7 +330,13 @@ class RenderingsTest {
 
     int n = compacted.getRendered().getItemsCount();
     assertEquals(
-        List.of(List.of(0, 1), List.of(1, 0), List.of(1, 4), List.of(0, 4), List.of(0, n), List.of(0, n)),
+        List.of(
+            List.of(0, 1),
+            List.of(1, 0),
+            List.of(1, 4),
+            List.of(0, 4),
+            List.of(0, n),
+            List.of(0, n)),
         SENT);
   }
 
@@ -320,7 +366,11 @@ class RenderingsTest {
     assertEquals(held, view.items());
     assertEquals(digest, view.digest());
     assertNotEquals("", digest);
-    append(ce, ref, SessionRef.said("planner", "i1", "MAAT."), SessionRef.said("user", "i2", "And on Tuesday?"));
+    append(
+        ce,
+        ref,
+        SessionRef.said("planner", "i1", "MAAT."),
+        SessionRef.said("user", "i2", "And on Tuesday?"));
     assertEquals(full(ref, RenderFormat.RENDER_FORMAT_OPENAI_CHAT), view.build(request(ref)));
   }
 
@@ -349,10 +399,12 @@ class RenderingsTest {
             .setRendered(RenderedContext.newBuilder().setBaseItemsCount(3).addItems("{}"))
             .build();
     ContextEngineException e =
-        assertThrows(ContextEngineException.class, () -> RenderedView.reassemble(List.of("{}"), answer));
+        assertThrows(
+            ContextEngineException.class, () -> RenderedView.reassemble(List.of("{}"), answer));
     assertEquals(Status.Code.INTERNAL, e.code());
     assertTrue(e.clientSide());
-    BuildContextResponse whole = RenderedView.reassemble(List.of("[1]", "[2]", "[3]", "[4]"), answer);
+    BuildContextResponse whole =
+        RenderedView.reassemble(List.of("[1]", "[2]", "[3]", "[4]"), answer);
     assertEquals(List.of("[1]", "[2]", "[3]", "{}"), whole.getRendered().getItemsList());
     assertEquals(0, whole.getRendered().getBaseItemsCount());
   }

@@ -39,22 +39,28 @@ class RequestPartTest {
   @Test
   void chatIsMessagesOnlyTheSystemMessageAmongThem() {
     String system = "{\"role\":\"system\",\"content\":\"You plan trips.\"}";
-    JsonObject part = RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "", system, USER));
+    JsonObject part =
+        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "", system, USER));
     assertEquals(Set.of("messages"), part.keySet());
     assertEquals(List.of(system, USER), texts(part.getAsJsonArray("messages")));
-    assertEquals("system", part.getAsJsonArray("messages").get(0).getAsJsonObject().get("role").getAsString());
+    assertEquals(
+        "system",
+        part.getAsJsonArray("messages").get(0).getAsJsonObject().get("role").getAsString());
   }
 
   @Test
   void responsesIsInputAndInstructionsWhenThereIsASystemPart() {
-    String item = "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"Hi.\"}]}";
+    String item =
+        "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"Hi.\"}]}";
     JsonObject part =
-        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES, "\"You plan trips.\"", item));
+        RequestPart.of(
+            rendered(RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES, "\"You plan trips.\"", item));
     assertEquals(Set.of("input", "instructions"), part.keySet());
     assertEquals(List.of(item), texts(part.getAsJsonArray("input")));
     assertEquals(new JsonPrimitive("You plan trips."), part.get("instructions"));
 
-    JsonObject bare = RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES, "", item));
+    JsonObject bare =
+        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES, "", item));
     assertEquals(Set.of("input"), bare.keySet());
   }
 
@@ -62,16 +68,19 @@ class RequestPartTest {
   void anthropicIsMessagesAndSystemAsAStringOrBlocks() {
     String blocks =
         "[{\"type\":\"text\",\"text\":\"You plan trips.\",\"cache_control\":{\"type\":\"ephemeral\"}}]";
-    JsonObject part = RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, blocks, USER));
+    JsonObject part =
+        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, blocks, USER));
     assertEquals(Set.of("messages", "system"), part.keySet());
     assertEquals(blocks, part.get("system").toString());
     assertEquals(List.of(USER), texts(part.getAsJsonArray("messages")));
 
     JsonObject plain =
-        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, "\"Be brief.\"", USER));
+        RequestPart.of(
+            rendered(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, "\"Be brief.\"", USER));
     assertEquals("Be brief.", plain.get("system").getAsString());
     assertEquals(
-        Set.of("messages"), RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, "")).keySet());
+        Set.of("messages"),
+        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, "")).keySet());
   }
 
   @Test
@@ -80,22 +89,30 @@ class RequestPartTest {
     String call =
         "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\","
             + "\"input\":{\"big\":12345678901234567890123,\"x\":-0.0,\"y\":1e400,\"z\":0.1}}]}";
-    String text = "{\"role\":\"user\",\"content\":\"<a href='x'>&</a> \\\"é\\\" 日本 \\u0000 \\ud83d\\ude00\"}";
-    JsonObject part = RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, "", call, text));
+    String text =
+        "{\"role\":\"user\",\"content\":\"<a href='x'>&</a> \\\"é\\\" 日本 \\u0000 \\ud83d\\ude00\"}";
+    JsonObject part =
+        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, "", call, text));
     JsonArray messages = part.getAsJsonArray("messages");
     assertEquals(call, messages.get(0).toString());
     assertEquals(JsonParser.parseString(text), messages.get(1));
-    assertEquals("<a href='x'>&</a> \"é\" 日本 \u0000 😀",
+    assertEquals(
+        "<a href='x'>&</a> \"é\" 日本 \u0000 😀",
         messages.get(1).getAsJsonObject().get("content").getAsString());
   }
 
   @Test
   void heldItemsComeFirstAndTheAnswerBuildsOnThem() {
     List<JsonElement> held =
-        List.of(JsonParser.parseString(USER), JsonParser.parseString(MODEL), JsonParser.parseString(USER));
+        List.of(
+            JsonParser.parseString(USER),
+            JsonParser.parseString(MODEL),
+            JsonParser.parseString(USER));
     String next = "{\"role\":\"user\",\"content\":\"Bye.\"}";
     RenderedContext answer =
-        rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "", next).toBuilder().setBaseItemsCount(2).build();
+        rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "", next).toBuilder()
+            .setBaseItemsCount(2)
+            .build();
     JsonObject part = RequestPart.of(answer, held);
     assertEquals(List.of(USER, MODEL, next), texts(part.getAsJsonArray("messages")));
 
@@ -107,14 +124,17 @@ class RequestPartTest {
   @Test
   void heldItemsAreIgnoredWhenTheAnswerIsWhole() {
     List<JsonElement> held = List.of(JsonParser.parseString(MODEL));
-    JsonObject part = RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "", USER), held);
+    JsonObject part =
+        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "", USER), held);
     assertEquals(List.of(USER), texts(part.getAsJsonArray("messages")));
   }
 
   @Test
   void tooFewHeldItemsAreRefused() {
     RenderedContext answer =
-        rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "", USER).toBuilder().setBaseItemsCount(2).build();
+        rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "", USER).toBuilder()
+            .setBaseItemsCount(2)
+            .build();
     IllegalArgumentException e =
         assertThrows(
             IllegalArgumentException.class,
@@ -129,9 +149,12 @@ class RequestPartTest {
   @Test
   void anAnswerWithoutARenderingIsRefused() {
     IllegalArgumentException none =
-        assertThrows(IllegalArgumentException.class, () -> RequestPart.of(RenderedContext.getDefaultInstance()));
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> RequestPart.of(RenderedContext.getDefaultInstance()));
     assertTrue(none.getMessage().startsWith("no rendering in the answer"), none.getMessage());
-    RenderedContext unknown = RenderedContext.newBuilder().setFormatValue(42).addItems(USER).build();
+    RenderedContext unknown =
+        RenderedContext.newBuilder().setFormatValue(42).addItems(USER).build();
     assertThrows(IllegalArgumentException.class, () -> RequestPart.of(unknown));
   }
 
@@ -148,9 +171,15 @@ class RequestPartTest {
     IllegalArgumentException system =
         assertThrows(
             IllegalArgumentException.class,
-            () -> RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES, "You plan trips.", USER)));
-    assertTrue(system.getMessage().startsWith("the system part of the rendering"), system.getMessage());
+            () ->
+                RequestPart.of(
+                    rendered(
+                        RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES, "You plan trips.", USER)));
+    assertTrue(
+        system.getMessage().startsWith("the system part of the rendering"), system.getMessage());
     // A Chat rendering has no system part (the system message is an item): its system is not read.
-    assertFalse(RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "not JSON", USER)).has("system"));
+    assertFalse(
+        RequestPart.of(rendered(RenderFormat.RENDER_FORMAT_OPENAI_CHAT, "not JSON", USER))
+            .has("system"));
   }
 }

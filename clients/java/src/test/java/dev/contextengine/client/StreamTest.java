@@ -104,8 +104,7 @@ class StreamTest {
                 }
               });
       try (FollowedStream<SubscribeEventsResponse> frames =
-          cut.subscribeEvents(
-              ref.subscribeEvents(), StreamOptions.DEFAULT.withMaxFailures(50))) {
+          cut.subscribeEvents(ref.subscribeEvents(), StreamOptions.DEFAULT.withMaxFailures(50))) {
         writer.start();
         cutter.start();
         List<Long> seen = sequences(frames, total);
@@ -125,7 +124,8 @@ class StreamTest {
     Path db = dir.resolve("ce.db");
     Sidecar first = Sidecar.start(db, List.of());
     try (Sidecar.Proxy proxy = new Sidecar.Proxy(first.target);
-        ContextEngineClient ce = ContextEngineClient.builder().target(proxy.target()).timeout(WAIT).build()) {
+        ContextEngineClient ce =
+            ContextEngineClient.builder().target(proxy.target()).timeout(WAIT).build()) {
       SessionRef ref = session(ce);
       for (int i = 0; i < 5; i++) {
         ce.appendEvent(ref.appendEvent(SessionRef.said("user", "i", "m" + i)));
@@ -134,7 +134,9 @@ class StreamTest {
       try (FollowedStream<SubscribeEventsResponse> frames =
           ce.subscribeEvents(
               ref.subscribeEvents(),
-              StreamOptions.DEFAULT.withMaxFailures(100).withOnReconnect((e, n) -> reconnects.add(e)))) {
+              StreamOptions.DEFAULT
+                  .withMaxFailures(100)
+                  .withOnReconnect((e, n) -> reconnects.add(e)))) {
         assertEquals(oneTo(5), sequences(frames, 5));
         first.stop(); // SIGTERM: streams end with UNAVAILABLE / SHUTTING_DOWN
         try (Sidecar second = Sidecar.start(db, List.of())) {
@@ -157,13 +159,16 @@ class StreamTest {
   @Test
   void aLaggedSubscriberResumesFromItsCursor() throws Exception {
     try (Sidecar small = Sidecar.start(null, List.of("--subscriber-buffer-bytes", "4096"));
-        ContextEngineClient ce = ContextEngineClient.builder().target(small.target).timeout(WAIT).build()) {
+        ContextEngineClient ce =
+            ContextEngineClient.builder().target(small.target).timeout(WAIT).build()) {
       SessionRef ref = session(ce);
       List<ContextEngineException> reconnects = new ArrayList<>();
       try (FollowedStream<SubscribeEventsResponse> frames =
           ce.subscribeEvents(
               ref.subscribeEvents(),
-              StreamOptions.DEFAULT.withMaxFailures(100).withOnReconnect((e, n) -> reconnects.add(e)))) {
+              StreamOptions.DEFAULT
+                  .withMaxFailures(100)
+                  .withOnReconnect((e, n) -> reconnects.add(e)))) {
         SubscribeEventsResponse caughtUp = frames.poll(WAIT);
         assertNotNull(caughtUp);
         assertEquals(SubscribeEventsResponse.FrameCase.CAUGHT_UP, caughtUp.getFrameCase());
@@ -194,18 +199,21 @@ class StreamTest {
   @Test
   void closingTheStreamCancelsItOnTheServer() throws Exception {
     try (Sidecar own = Sidecar.start(null, List.of());
-        ContextEngineClient ce = ContextEngineClient.builder().target(own.target).timeout(WAIT).build()) {
+        ContextEngineClient ce =
+            ContextEngineClient.builder().target(own.target).timeout(WAIT).build()) {
       SessionRef ref = session(ce);
       FollowedStream<SubscribeEventsResponse> frames = ce.subscribeEvents(ref.subscribeEvents());
       assertEquals(SubscribeEventsResponse.FrameCase.CAUGHT_UP, frames.poll(WAIT).getFrameCase());
       assertTrue(!own.log().contains("SubscribeEvents code=CANCELLED"));
       frames.close();
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (!own.log().contains("SubscribeEvents code=CANCELLED") && System.nanoTime() < deadline) {
+      while (!own.log().contains("SubscribeEvents code=CANCELLED")
+          && System.nanoTime() < deadline) {
         Thread.sleep(50);
       }
       assertTrue(own.log().contains("SubscribeEvents code=CANCELLED"), own.log());
-      ContextEngineException e = assertThrows(ContextEngineException.class, () -> frames.poll(WAIT));
+      ContextEngineException e =
+          assertThrows(ContextEngineException.class, () -> frames.poll(WAIT));
       assertEquals(Status.Code.CANCELLED, e.code());
       // The client still works on the same connection.
       assertEquals(0, ce.getSession(ref.getSession()).getSession().getLastSequence());
@@ -214,11 +222,15 @@ class StreamTest {
 
   @Test
   void aSubscriptionToAClosedPortFailsAfterMaxFailures() {
-    try (ContextEngineClient down = ContextEngineClient.connect("127.0.0.1:" + Sidecar.closedPort())) {
+    try (ContextEngineClient down =
+        ContextEngineClient.connect("127.0.0.1:" + Sidecar.closedPort())) {
       FollowedStream<SubscribeEventsResponse> frames =
-          down.subscribeEvents(new SessionRef("a", "u", "s").subscribeEvents(), StreamOptions.DEFAULT.withMaxFailures(3));
+          down.subscribeEvents(
+              new SessionRef("a", "u", "s").subscribeEvents(),
+              StreamOptions.DEFAULT.withMaxFailures(3));
       long t0 = System.nanoTime();
-      ContextEngineException e = assertThrows(ContextEngineException.class, () -> frames.poll(WAIT));
+      ContextEngineException e =
+          assertThrows(ContextEngineException.class, () -> frames.poll(WAIT));
       assertEquals(Status.Code.UNAVAILABLE, e.code());
       assertEquals(2, frames.reconnects());
       assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 5_000);
@@ -243,17 +255,18 @@ class StreamTest {
         ContextEngineClient direct = ContextEngineClient.connect(Sidecar.shared());
         ContextEngineClient cut = ContextEngineClient.connect(proxy.target())) {
       SessionRef ref = session(direct);
-      try (FollowedStream<WatchSessionStateResponse> frames = cut.watchSessionState(ref.watchSessionState())) {
+      try (FollowedStream<WatchSessionStateResponse> frames =
+          cut.watchSessionState(ref.watchSessionState())) {
         WatchSessionStateResponse snapshot = frames.next();
         assertEquals(WatchSessionStateResponse.FrameCase.SNAPSHOT, snapshot.getFrameCase());
         direct.appendEvent(
             ref.appendEvent(
-                SessionRef.said("agent", "i", "set")
-                    .toBuilder()
+                SessionRef.said("agent", "i", "set").toBuilder()
                     .setActions(
                         EventActions.newBuilder()
                             .setStateDelta(
-                                Struct.newBuilder().putFields("k", Value.newBuilder().setNumberValue(1).build())))
+                                Struct.newBuilder()
+                                    .putFields("k", Value.newBuilder().setNumberValue(1).build())))
                     .build()));
         WatchSessionStateResponse delta = frames.next();
         assertEquals(WatchSessionStateResponse.FrameCase.DELTA, delta.getFrameCase());

@@ -31,12 +31,12 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * W3C trace context from the client: a real {@code contextengine serve} started here with traces
- * on ({@code --tracing-otlp-endpoint} to a port nobody listens on: spans are made, their export
- * fails quietly) and JSON logs, whose line of each RPC names the trace id of the RPC's span. A
- * call made under a span of the agent's must log that span's trace id (the sidecar's span is its
- * child); with {@code traceContext(false)} it must not. And the client works without
- * {@code opentelemetry-api} on the class path (a JVM of its own without it).
+ * W3C trace context from the client: a real {@code contextengine serve} started here with traces on
+ * ({@code --tracing-otlp-endpoint} to a port nobody listens on: spans are made, their export fails
+ * quietly) and JSON logs, whose line of each RPC names the trace id of the RPC's span. A call made
+ * under a span of the agent's must log that span's trace id (the sidecar's span is its child); with
+ * {@code traceContext(false)} it must not. And the client works without {@code opentelemetry-api}
+ * on the class path (a JVM of its own without it).
  */
 class TracingTest {
   private static final SecureRandom RANDOM = new SecureRandom();
@@ -48,8 +48,12 @@ class TracingTest {
         Sidecar.start(
             null,
             List.of(
-                "--log-format", "json", "--log-level", "INFO",
-                "--tracing-otlp-endpoint", "http://127.0.0.1:9"));
+                "--log-format",
+                "json",
+                "--log-level",
+                "INFO",
+                "--tracing-otlp-endpoint",
+                "http://127.0.0.1:9"));
   }
 
   @AfterAll
@@ -70,7 +74,8 @@ class TracingTest {
         SpanContext.create(traceId, hex(8), TraceFlags.getSampled(), TraceState.getDefault());
     Scope scope = Span.wrap(parent).makeCurrent();
     try {
-      client.createSession(CreateSessionRequest.newBuilder().setAppName(app).setUserId("u").build());
+      client.createSession(
+          CreateSessionRequest.newBuilder().setAppName(app).setUserId("u").build());
     } finally {
       scope.close();
     }
@@ -103,7 +108,8 @@ class TracingTest {
 
   @Test
   void theSidecarsRpcSpanJoinsTheCurrentSpansTrace() throws InterruptedException {
-    try (ContextEngineClient client = ContextEngineClient.builder().target(sidecar.target).build()) {
+    try (ContextEngineClient client =
+        ContextEngineClient.builder().target(sidecar.target).build()) {
       String traceId = hex(16);
       String app = createUnderSpan(client, traceId);
       assertEquals(traceId, loggedTraceId(sidecar, app));
@@ -116,7 +122,8 @@ class TracingTest {
         ContextEngineClient.builder().target(sidecar.target).traceContext(false).build()) {
       String traceId = hex(16);
       String logged = loggedTraceId(sidecar, createUnderSpan(client, traceId));
-      assertTrue(logged.matches("[0-9a-f]{32}"), "the sidecar traces the RPC on its own: " + logged);
+      assertTrue(
+          logged.matches("[0-9a-f]{32}"), "the sidecar traces the RPC on its own: " + logged);
       assertNotEquals(traceId, logged);
     }
   }

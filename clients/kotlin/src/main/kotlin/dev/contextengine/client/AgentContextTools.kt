@@ -28,7 +28,8 @@ import kotlin.time.Duration
  * never retried (a call may append a summary), `ListContextTools` is. The declarations are read
  * once and kept (they are the same for every app).
  */
-class AgentContextTools internal constructor(
+class AgentContextTools
+internal constructor(
     private val ce: ContextEngine,
     /** The session. */
     val session: SessionRef,
@@ -48,27 +49,51 @@ class AgentContextTools internal constructor(
     }
 
     /** The Java helper underneath: the same session and agent, blocking and future calls. */
-    val java: ContextTools = ContextTools(
-        ce.java, session.appName(), session.userId(), session.sessionId(), agentName, branch, isolationScope,
-    )
+    val java: ContextTools =
+        ContextTools(
+            ce.java,
+            session.appName(),
+            session.userId(),
+            session.sessionId(),
+            agentName,
+            branch,
+            isolationScope,
+        )
 
     private val listed = AtomicReference<ListContextToolsResponse?>(null)
 
-    /** The tools in a provider's shape, as JSON objects (google-genai `FunctionDeclaration`s by default). */
-    suspend fun declarations(format: ContextTools.Format = ContextTools.Format.GENAI, timeout: Duration? = null): List<Map<String, Any?>> {
-        val known = listed.get() ?: ce.listContextTools(session.appName(), session.userId(), timeout).also {
-            listed.compareAndSet(null, it)
-        }
+    /**
+     * The tools in a provider's shape, as JSON objects (google-genai `FunctionDeclaration`s by
+     * default).
+     */
+    suspend fun declarations(
+        format: ContextTools.Format = ContextTools.Format.GENAI,
+        timeout: Duration? = null,
+    ): List<Map<String, Any?>> {
+        val known =
+            listed.get()
+                ?: ce.listContextTools(session.appName(), session.userId(), timeout).also {
+                    listed.compareAndSet(null, it)
+                }
         return ContextTools.declarations(known, format)
     }
 
-    /** The engine's whole answer to a call: the function response, the edits it makes once appended, the refusal. */
-    suspend fun call(call: FunctionCall, invocationId: String = "", timeout: Duration? = null): CallContextToolResponse =
-        ce.callContextTool(java.request(call, invocationId), timeout)
+    /**
+     * The engine's whole answer to a call: the function response, the edits it makes once appended,
+     * the refusal.
+     */
+    suspend fun call(
+        call: FunctionCall,
+        invocationId: String = "",
+        timeout: Duration? = null,
+    ): CallContextToolResponse = ce.callContextTool(java.request(call, invocationId), timeout)
 
     /** The [FunctionResponse] answering `call` (append it in the answer event). */
-    suspend fun answer(call: FunctionCall, invocationId: String = "", timeout: Duration? = null): FunctionResponse =
-        call(call, invocationId, timeout).response
+    suspend fun answer(
+        call: FunctionCall,
+        invocationId: String = "",
+        timeout: Duration? = null,
+    ): FunctionResponse = call(call, invocationId, timeout).response
 
     /**
      * Runs a call an OpenAI model made, its arguments the JSON text it sends (`""`: none), and
@@ -82,7 +107,11 @@ class AgentContextTools internal constructor(
         callId: String = "",
         invocationId: String = "",
         timeout: Duration? = null,
-    ): Map<String, Any?> = ContextTools.json(answer(ContextTools.functionCall(name, arguments, callId), invocationId, timeout).response)
+    ): Map<String, Any?> =
+        ContextTools.json(
+            answer(ContextTools.functionCall(name, arguments, callId), invocationId, timeout)
+                .response
+        )
 
     /** [run] with the arguments as JSON values (an Anthropic `tool_use` block's `input`). */
     suspend fun run(
@@ -91,7 +120,11 @@ class AgentContextTools internal constructor(
         callId: String = "",
         invocationId: String = "",
         timeout: Duration? = null,
-    ): Map<String, Any?> = ContextTools.json(answer(ContextTools.functionCall(name, arguments, callId), invocationId, timeout).response)
+    ): Map<String, Any?> =
+        ContextTools.json(
+            answer(ContextTools.functionCall(name, arguments, callId), invocationId, timeout)
+                .response
+        )
 
     override fun toString(): String = "AgentContextTools($session, agent $agentName)"
 }

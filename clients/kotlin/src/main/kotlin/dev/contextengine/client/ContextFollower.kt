@@ -18,13 +18,14 @@ import dev.contextengine.v1.Content
  * val next = view.build { setInvocationId("inv-2") }  // all of them, only the new one sent
  * ```
  *
- * It is the Java client's [ContextView] ([java]) under the Kotlin client's rules: one deadline
- * per call (the client's, or `timeout`), cancelling the coroutine cancels the RPC. It holds one
+ * It is the Java client's [ContextView] ([java]) under the Kotlin client's rules: one deadline per
+ * call (the client's, or `timeout`), cancelling the coroutine cancels the RPC. It holds one
  * answer's contents (the last one received); a failed call leaves them as they were; concurrent
  * builds are fine (each reassembles against what was held when it was sent).
  */
 class ContextFollower internal constructor(ce: ContextEngine, request: BuildContextRequest) :
     SinceFollower<ContextView>(request, ContextView(ce.java)) {
     /** The whole contents of the last answer (empty before the first build, or after [reset]). */
-    val contents: List<Content> get() = java.contents()
+    val contents: List<Content>
+        get() = java.contents()
 }

@@ -37,13 +37,16 @@ data class FollowOptions(
 }
 
 /** The address of a session, for the calls that take a [SessionRef]. */
-val Session.ref: SessionRef get() = SessionRef.of(this)
+val Session.ref: SessionRef
+    get() = SessionRef.of(this)
 
 /** The cursor a subscription frame carries (`""` for none); a batch's is its last event's. */
-val SubscribeEventsResponse.cursor: String get() = ContextEngineClient.frameCursor(this)
+val SubscribeEventsResponse.cursor: String
+    get() = ContextEngineClient.frameCursor(this)
 
 /** The recorded events a frame carries (a batch flattened; none for caught_up or heartbeats). */
-val SubscribeEventsResponse.recorded: List<SubscribedEvent> get() = ContextEngineClient.eventsOf(this)
+val SubscribeEventsResponse.recorded: List<SubscribedEvent>
+    get() = ContextEngineClient.eventsOf(this)
 
 /** Only the recorded events of a subscription, batches flattened, in order. */
 fun Flow<SubscribeEventsResponse>.recordedEvents(): Flow<SubscribedEvent> = transform { frame ->
@@ -51,19 +54,26 @@ fun Flow<SubscribeEventsResponse>.recordedEvents(): Flow<SubscribedEvent> = tran
 }
 
 /** The text parts of a content, joined. */
-val Content.text: String get() = partsList.joinToString("") { it.text }
+val Content.text: String
+    get() = partsList.joinToString("") { it.text }
 
 /** The text of an event's content. */
-val Event.text: String get() = content.text
+val Event.text: String
+    get() = content.text
 
 /** A content with one text part. */
 fun textContent(role: String, text: String): Content = SessionRef.text(role, text)
 
-/** An event by `author` in an invocation with one text part (role "user" for the user, else "model"). */
-fun said(author: String, invocationId: String, text: String): Event = SessionRef.said(author, invocationId, text)
+/**
+ * An event by `author` in an invocation with one text part (role "user" for the user, else
+ * "model").
+ */
+fun said(author: String, invocationId: String, text: String): Event =
+    SessionRef.said(author, invocationId, text)
 
 /** A session address. */
-fun sessionRef(appName: String, userId: String, sessionId: String): SessionRef = SessionRef(appName, userId, sessionId)
+fun sessionRef(appName: String, userId: String, sessionId: String): SessionRef =
+    SessionRef(appName, userId, sessionId)
 
 /**
  * The prompt-cache fingerprint of this context computed in the client (the Java client's RFC 8785

@@ -17,13 +17,14 @@ import kotlinx.coroutines.future.await
  * some come first. IllegalArgumentException for no rendering, too few held items, or an item that
  * is not JSON.
  */
-fun RenderedContext.requestPart(held: List<JsonElement> = emptyList()): JsonObject = RequestPart.of(this, held)
+fun RenderedContext.requestPart(held: List<JsonElement> = emptyList()): JsonObject =
+    RequestPart.of(this, held)
 
 /**
  * The context for an agent's next model call as a provider's request part: [request] sent with
  * `render` set to the whole rendering of [format] (the Java client's `renderContext`: an answer
- * without the rendering, from a sidecar older than renderings, is `UNIMPLEMENTED`). Add the
- * `model` (and Anthropic's `max_tokens`, tools, ...) and send its `toString()` as the body.
+ * without the rendering, from a sidecar older than renderings, is `UNIMPLEMENTED`). Add the `model`
+ * (and Anthropic's `max_tokens`, tools, ...) and send its `toString()` as the body.
  */
 suspend fun ContextEngine.renderContext(
     request: BuildContextRequest,
@@ -43,11 +44,12 @@ suspend fun ContextEngine.renderContext(
     systemInstruction: Content? = null,
     model: ModelIdentity? = null,
     timeout: Duration? = null,
-): JsonObject = renderContext(viewRequest(session, agentName, systemInstruction, model), format, timeout)
+): JsonObject =
+    renderContext(viewRequest(session, agentName, systemInstruction, model), format, timeout)
 
 /**
- * A [RenderedFollower] of `agentName`'s view of a session rendered as [format] ("items since"):
- * its `build()` returns the whole rendering while only the new items cross the wire.
+ * A [RenderedFollower] of `agentName`'s view of a session rendered as [format] ("items since"): its
+ * `build()` returns the whole rendering while only the new items cross the wire.
  */
 fun ContextEngine.renderedView(
     session: SessionRef,
@@ -55,18 +57,26 @@ fun ContextEngine.renderedView(
     agentName: String = "",
     systemInstruction: Content? = null,
     model: ModelIdentity? = null,
-): RenderedFollower = renderedView(viewRequest(session, agentName, systemInstruction, model), format)
+): RenderedFollower =
+    renderedView(viewRequest(session, agentName, systemInstruction, model), format)
 
 /** A [RenderedFollower] of the view `request` describes (its `render` is the follower's to set). */
-fun ContextEngine.renderedView(request: BuildContextRequest, format: RenderFormat): RenderedFollower =
-    RenderedFollower(this, request, format)
+fun ContextEngine.renderedView(
+    request: BuildContextRequest,
+    format: RenderFormat,
+): RenderedFollower = RenderedFollower(this, request, format)
 
 private fun viewRequest(
     session: SessionRef,
     agentName: String,
     systemInstruction: Content?,
     model: ModelIdentity?,
-): BuildContextRequest = session.buildContext(agentName).toBuilder().also { b ->
-    if (systemInstruction != null) b.setSystemInstruction(systemInstruction)
-    if (model != null) b.setModel(model)
-}.build()
+): BuildContextRequest =
+    session
+        .buildContext(agentName)
+        .toBuilder()
+        .also { b ->
+            if (systemInstruction != null) b.setSystemInstruction(systemInstruction)
+            if (model != null) b.setModel(model)
+        }
+        .build()

@@ -28,29 +28,41 @@ class AuthKtTest {
     @BeforeAll
     fun start() {
         pki = Files.createTempDirectory("ce-kotlin-auth-")
-        val python = System.getProperty("contextengine.python", Sidecar.REPO.resolve(".venv/bin/python").toString())
-        val certs = ProcessBuilder(python, "-m", "tests.auth.certs", pki.toString())
-            .directory(Sidecar.REPO.toFile())
-            .inheritIO()
-            .start()
+        val python =
+            System.getProperty(
+                "contextengine.python",
+                Sidecar.REPO.resolve(".venv/bin/python").toString(),
+            )
+        val certs =
+            ProcessBuilder(python, "-m", "tests.auth.certs", pki.toString())
+                .directory(Sidecar.REPO.toFile())
+                .inheritIO()
+                .start()
         assertTrue(certs.waitFor(60, TimeUnit.SECONDS))
         assertEquals(0, certs.exitValue())
-        val sha256 = MessageDigest.getInstance("SHA-256").digest(writer.toByteArray(Charsets.US_ASCII))
-            .joinToString("") { "%02x".format(it) }
+        val sha256 =
+            MessageDigest.getInstance("SHA-256")
+                .digest(writer.toByteArray(Charsets.US_ASCII))
+                .joinToString("") { "%02x".format(it) }
         val tokens = pki.resolve("tokens.json")
         Files.writeString(
             tokens,
             """{"tokens": [{"name": "kotlin", "sha256": "$sha256", "role": "write", "apps": ["kt-app"]}]}""",
         )
-        sidecar = Sidecar.start(
-            null,
-            listOf(
-                "--auth-tokens-file", tokens.toString(),
-                "--tls-cert-file", pki.resolve("server.pem").toString(),
-                "--tls-key-file", pki.resolve("server.key").toString(),
-                "--tls-client-ca-file", pki.resolve("ca.pem").toString(),
-            ),
-        )
+        sidecar =
+            Sidecar.start(
+                null,
+                listOf(
+                    "--auth-tokens-file",
+                    tokens.toString(),
+                    "--tls-cert-file",
+                    pki.resolve("server.pem").toString(),
+                    "--tls-key-file",
+                    pki.resolve("server.key").toString(),
+                    "--tls-client-ca-file",
+                    pki.resolve("ca.pem").toString(),
+                ),
+            )
     }
 
     @AfterAll
@@ -58,23 +70,37 @@ class AuthKtTest {
         if (::sidecar.isInitialized) sidecar.close()
     }
 
-    private fun tls() = Tls(
-        trustCertificates = pki.resolve("ca.pem"),
-        certificateChain = pki.resolve("client.pem"),
-        privateKey = pki.resolve("client.key"),
-    )
+    private fun tls() =
+        Tls(
+            trustCertificates = pki.resolve("ca.pem"),
+            certificateChain = pki.resolve("client.pem"),
+            privateKey = pki.resolve("client.key"),
+        )
 
     @Test
     fun aTokenOverMutualTls() = runBlocking {
-        ContextEngine.connect(sidecar.target, retryPolicy = RetryPolicy.NONE, token = writer, tls = tls()).use { ce ->
-            val session = ce.createSession(appName = "kt-app", userId = "u")
-            assertFalse(session.id.isEmpty())
-            val denied = assertThrows<ContextEngineException> { ce.createSession(appName = "other-app", userId = "u") }
-            assertEquals(Status.Code.PERMISSION_DENIED, denied.code())
-            assertEquals("PERMISSION_DENIED", denied.reason())
-        }
-        ContextEngine.connect(sidecar.target, retryPolicy = RetryPolicy.NONE, tls = tls()).use { anonymous ->
-            val refused = assertThrows<ContextEngineException> { anonymous.createSession(appName = "kt-app", userId = "u") }
+        ContextEngine.connect(
+                sidecar.target,
+                retryPolicy = RetryPolicy.NONE,
+                token = writer,
+                tls = tls(),
+            )
+            .use { ce ->
+                val session = ce.createSession(appName = "kt-app", userId = "u")
+                assertFalse(session.id.isEmpty())
+                val denied =
+                    assertThrows<ContextEngineException> {
+                        ce.createSession(appName = "other-app", userId = "u")
+                    }
+                assertEquals(Status.Code.PERMISSION_DENIED, denied.code())
+                assertEquals("PERMISSION_DENIED", denied.reason())
+            }
+        ContextEngine.connect(sidecar.target, retryPolicy = RetryPolicy.NONE, tls = tls()).use {
+            anonymous ->
+            val refused =
+                assertThrows<ContextEngineException> {
+                    anonymous.createSession(appName = "kt-app", userId = "u")
+                }
             assertEquals(Status.Code.UNAUTHENTICATED, refused.code())
             assertEquals("UNAUTHENTICATED", refused.reason())
         }

@@ -26,13 +26,22 @@ import org.junit.jupiter.api.Test
 class AnswerSizes : ClientInterceptor {
     val sent = CopyOnWriteArrayList<Pair<Int, Int>>()
 
-    override fun <Q, R> interceptCall(method: MethodDescriptor<Q, R>, options: CallOptions, next: Channel): ClientCall<Q, R> =
-        object : ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
+    override fun <Q, R> interceptCall(
+        method: MethodDescriptor<Q, R>,
+        options: CallOptions,
+        next: Channel,
+    ): ClientCall<Q, R> =
+        object :
+            ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
             override fun start(listener: Listener<R>, headers: Metadata) {
                 super.start(
-                    object : ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(listener) {
+                    object :
+                        ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(
+                            listener
+                        ) {
                         override fun onMessage(message: R) {
-                            if (message is BuildContextResponse) sent.add(message.baseContentsCount to message.contentsCount)
+                            if (message is BuildContextResponse)
+                                sent.add(message.baseContentsCount to message.contentsCount)
                             super.onMessage(message)
                         }
                     },
@@ -42,16 +51,28 @@ class AnswerSizes : ClientInterceptor {
         }
 }
 
-/** "Contents since" through the suspend API: the raw answers, and [ContextFollower]'s reassembly. */
+/**
+ * "Contents since" through the suspend API: the raw answers, and [ContextFollower]'s reassembly.
+ */
 class ContextFollowerKtTest {
     private suspend fun newSession(ce: ContextEngine): SessionRef {
         val session = ce.createSession(appName = Sidecar.uniqueApp("kotlin-since"), userId = "u")
-        ce.appendEvents(session.ref, listOf(said("user", "i1", "Which museums open on Monday?"), said("guide", "i1", "MAAT.")))
+        ce.appendEvents(
+            session.ref,
+            listOf(
+                said("user", "i1", "Which museums open on Monday?"),
+                said("guide", "i1", "MAAT."),
+            ),
+        )
         return session.ref
     }
 
     /** An answer equals a fresh full build, field for field (base 0 included). */
-    private suspend fun assertSameAsFull(ce: ContextEngine, ref: SessionRef, answer: BuildContextResponse) {
+    private suspend fun assertSameAsFull(
+        ce: ContextEngine,
+        ref: SessionRef,
+        answer: BuildContextResponse,
+    ) {
         val full = ce.buildContext(ref, agentName = "guide")
         assertEquals(0, full.baseContentsCount)
         assertEquals(full, answer)
@@ -63,7 +84,11 @@ class ContextFollowerKtTest {
             val ref = newSession(ce)
             val full = ce.buildContext(ref, agentName = "guide")
             assertNotEquals("", full.contentsDigest)
-            val since = ContextSince.newBuilder().setContentsCount(2).setContentsDigest(full.contentsDigest).build()
+            val since =
+                ContextSince.newBuilder()
+                    .setContentsCount(2)
+                    .setContentsDigest(full.contentsDigest)
+                    .build()
             val same = ce.buildContext { mergeFrom(ref.buildContext("guide")).setSince(since) }
             assertEquals(2 to 0, same.baseContentsCount to same.contentsCount)
             ce.appendEvent(ref, said("user", "i2", "And on Tuesday?"))
@@ -72,8 +97,12 @@ class ContextFollowerKtTest {
             assertEquals(listOf("And on Tuesday?"), next.contentsList.map { it.getParts(0).text })
             assertSameAsFull(ce, ref, ContextView.reassemble(full.contentsList, next))
             val negative = runCatching {
-                ce.buildContext { mergeFrom(ref.buildContext("guide")).setSince(since.toBuilder().setContentsCount(-1)) }
-            }.exceptionOrNull()
+                ce.buildContext {
+                    mergeFrom(ref.buildContext("guide"))
+                        .setSince(since.toBuilder().setContentsCount(-1))
+                }
+            }
+                .exceptionOrNull()
             assertTrue(negative is ContextEngineException, "$negative")
             val e = negative as ContextEngineException
             assertEquals(io.grpc.Status.Code.INVALID_ARGUMENT, e.code())
@@ -95,15 +124,25 @@ class ContextFollowerKtTest {
                 assertSameAsFull(ce, ref, first)
                 assertSameAsFull(ce, ref, view.build(timeout = 5.seconds))
 
-                ce.appendEvents(ref, listOf(said("user", "i2", "And on Tuesday?"), said("guide", "i2", "Both are open.")))
+                ce.appendEvents(
+                    ref,
+                    listOf(
+                        said("user", "i2", "And on Tuesday?"),
+                        said("guide", "i2", "Both are open."),
+                    ),
+                )
                 val grown = view.build { setInvocationId("i2") }
                 assertEquals(4, grown.contentsCount)
                 assertEquals(grown.contentsList, view.contents)
                 assertSameAsFull(ce, ref, grown)
 
                 ce.rewindSession(
-                    RewindSessionRequest.newBuilder().setAppName(ref.appName()).setUserId(ref.userId())
-                        .setSessionId(ref.sessionId()).setRewindBeforeInvocationId("i2").build(),
+                    RewindSessionRequest.newBuilder()
+                        .setAppName(ref.appName())
+                        .setUserId(ref.userId())
+                        .setSessionId(ref.sessionId())
+                        .setRewindBeforeInvocationId("i2")
+                        .build()
                 )
                 val rewound = view.build()
                 assertEquals(2, rewound.contentsCount)
@@ -111,22 +150,37 @@ class ContextFollowerKtTest {
 
                 // A summary of the first event: the held contents are no longer the prefix.
                 val firstEvent = ce.listEvents(ref).getEvents(0)
-                val summary = Event.newBuilder().setAuthor("user").setActions(
-                    EventActions.newBuilder().setCompaction(
-                        EventCompaction.newBuilder().setStartTimestamp(firstEvent.timestamp).setEndTimestamp(firstEvent.timestamp)
-                            .setCompactedContent(SessionRef.text("model", "Asked about Monday.")),
-                    ),
-                ).build()
+                val summary =
+                    Event.newBuilder()
+                        .setAuthor("user")
+                        .setActions(
+                            EventActions.newBuilder()
+                                .setCompaction(
+                                    EventCompaction.newBuilder()
+                                        .setStartTimestamp(firstEvent.timestamp)
+                                        .setEndTimestamp(firstEvent.timestamp)
+                                        .setCompactedContent(
+                                            SessionRef.text("model", "Asked about Monday.")
+                                        )
+                                )
+                        )
+                        .build()
                 ce.appendEvent(ref, summary)
                 val compacted = view.build()
-                assertTrue(compacted.contentsList.any { it.getParts(0).text == "Asked about Monday." }, "$compacted")
+                assertTrue(
+                    compacted.contentsList.any { it.getParts(0).text == "Asked about Monday." },
+                    "$compacted",
+                )
                 assertSameAsFull(ce, ref, compacted)
 
                 view.reset()
                 assertEquals("", view.digest)
                 assertSameAsFull(ce, ref, view.build())
                 val n = compacted.contentsCount
-                assertEquals(listOf(0 to 2, 2 to 0, 2 to 2, 0 to 2, 0 to n, 0 to n), sizes.sent.toList())
+                assertEquals(
+                    listOf(0 to 2, 2 to 0, 2 to 2, 0 to 2, 0 to n, 0 to n),
+                    sizes.sent.toList(),
+                )
             }
         }
     }

@@ -10,22 +10,29 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 
-/** examples/AgentLoop.kt runs against a real server, its subscriber follows, it prints the context. */
+/**
+ * examples/AgentLoop.kt runs against a real server, its subscriber follows, it prints the context.
+ */
 class ExampleKtTest {
     @Test
     fun theAgentLoopPrintsTheContext() {
         val original = System.out
         val captured = ByteArrayOutputStream()
-        val contents = try {
-            System.setOut(PrintStream(captured, true, Charsets.UTF_8))
-            runBlocking { AgentLoop.agentLoop(Sidecar.shared(), "What is 17 * 23?") }
-        } finally {
-            System.setOut(original)
-        }
+        val contents =
+            try {
+                System.setOut(PrintStream(captured, true, Charsets.UTF_8))
+                runBlocking { AgentLoop.agentLoop(Sidecar.shared(), "What is 17 * 23?") }
+            } finally {
+                System.setOut(original)
+            }
         assertEquals(4, contents.size)
         val lines = captured.toString(Charsets.UTF_8).trim().split("\n")
         assertEquals("subscriber saw 4 events, the last one the answer", lines[0])
-        assertTrue(Regex("^context for calculator in session \\S+: 4 contents, \\d+ tokens.*").matches(lines[1]), lines[1])
+        assertTrue(
+            Regex("^context for calculator in session \\S+: 4 contents, \\d+ tokens.*")
+                .matches(lines[1]),
+            lines[1],
+        )
         assertEquals(
             listOf(
                 "  user  | What is 17 * 23?",
@@ -39,9 +46,12 @@ class ExampleKtTest {
 
     @Test
     fun theExampleFailsClearlyWhenTheServerIsDown() {
-        val e = assertThrows<ContextEngineException> {
-            runBlocking { AgentLoop.agentLoop("127.0.0.1:" + Sidecar.closedPort(), "What is 17 * 23?") }
-        }
+        val e =
+            assertThrows<ContextEngineException> {
+                runBlocking {
+                    AgentLoop.agentLoop("127.0.0.1:" + Sidecar.closedPort(), "What is 17 * 23?")
+                }
+            }
         assertEquals(Status.Code.UNAVAILABLE, e.code())
         assertTrue(e.message!!.contains("cannot reach the contextengine sidecar"), e.message)
     }

@@ -17,9 +17,12 @@ class ReadmeKtTest {
     }
 
     private val example: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ReadmeExample.kt")
-    private val sinceExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextViewExample.kt")
-    private val renderingsExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/Renderings.kt")
-    private val toolsExample: Path = Sidecar.REPO.resolve("clients/kotlin/examples/ContextToolsExample.kt")
+    private val sinceExample: Path =
+        Sidecar.REPO.resolve("clients/kotlin/examples/ContextViewExample.kt")
+    private val renderingsExample: Path =
+        Sidecar.REPO.resolve("clients/kotlin/examples/Renderings.kt")
+    private val toolsExample: Path =
+        Sidecar.REPO.resolve("clients/kotlin/examples/ContextToolsExample.kt")
 
     /** The `index`-th ```kotlin block of the guide. */
     private fun block(index: Int): String {
@@ -45,7 +48,10 @@ class ReadmeKtTest {
 
     @Test
     fun theExampleRunsAndPrintsWhatItsCommentsSay() {
-        assertEquals(listOf("1 1", "NOT_FOUND SESSION_NOT_FOUND", "Again!"), run("dev.contextengine.examples.kotlin.ReadmeExample"))
+        assertEquals(
+            listOf("1 1", "NOT_FOUND SESSION_NOT_FOUND", "Again!"),
+            run("dev.contextengine.examples.kotlin.ReadmeExample"),
+        )
     }
 
     @Test
@@ -61,8 +67,12 @@ class ReadmeKtTest {
 
     @Test
     fun theContextToolsBlockIsItsExampleAndRuns() {
-        val block = generateSequence(0) { it + 1 }.map { block(it) }.first { "ce.contextTools(" in it }
+        val block =
+            generateSequence(0) { it + 1 }.map { block(it) }.first { "ce.contextTools(" in it }
         assertEquals(marked(toolsExample), block)
-        assertEquals(listOf("7", "true 1", "true"), run("dev.contextengine.examples.kotlin.ContextToolsExample"))
+        assertEquals(
+            listOf("7", "true 1", "true"),
+            run("dev.contextengine.examples.kotlin.ContextToolsExample"),
+        )
     }
 }

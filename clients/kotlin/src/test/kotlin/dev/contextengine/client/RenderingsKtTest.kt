@@ -28,7 +28,8 @@ import org.junit.jupiter.api.assertThrows
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class RenderingsKtTest {
-    private val system: Content = Content.newBuilder().addParts(Part.newBuilder().setText("You plan trips.")).build()
+    private val system: Content =
+        Content.newBuilder().addParts(Part.newBuilder().setText("You plan trips.")).build()
     private lateinit var fake: FakeProviders
 
     @BeforeAll
@@ -36,8 +37,7 @@ class RenderingsKtTest {
         fake = FakeProviders.start()
     }
 
-    @AfterAll
-    fun stop() = fake.close()
+    @AfterAll fun stop() = fake.close()
 
     private suspend fun asked(ce: ContextEngine): SessionRef {
         val session = ce.createSession(appName = Sidecar.uniqueApp("kotlin-render"), userId = "u")
@@ -46,30 +46,59 @@ class RenderingsKtTest {
     }
 
     /** A fresh full rendering, through buildContext. */
-    private suspend fun full(ce: ContextEngine, ref: SessionRef, format: RenderFormat): BuildContextResponse =
-        ce.buildContext {
-            mergeFrom(ref.buildContext("planner")).setSystemInstruction(system).setRender(RenderRequest.newBuilder().setFormat(format))
-        }
+    private suspend fun full(
+        ce: ContextEngine,
+        ref: SessionRef,
+        format: RenderFormat,
+    ): BuildContextResponse = ce.buildContext {
+        mergeFrom(ref.buildContext("planner"))
+            .setSystemInstruction(system)
+            .setRender(RenderRequest.newBuilder().setFormat(format))
+    }
 
     @Test
     fun renderContextGivesEachProvidersRequestPart() = runBlocking {
         ContextEngine.connect(Sidecar.shared()).use { ce ->
             val ref = asked(ce)
-            for (format in listOf(
-                RenderFormat.RENDER_FORMAT_OPENAI_CHAT,
-                RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES,
-                RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES,
-            )) {
-                val part = ce.renderContext(ref, format, agentName = "planner", systemInstruction = system, timeout = 5.seconds)
+            for (format in
+                listOf(
+                    RenderFormat.RENDER_FORMAT_OPENAI_CHAT,
+                    RenderFormat.RENDER_FORMAT_OPENAI_RESPONSES,
+                    RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES,
+                )) {
+                val part =
+                    ce.renderContext(
+                        ref,
+                        format,
+                        agentName = "planner",
+                        systemInstruction = system,
+                        timeout = 5.seconds,
+                    )
                 assertEquals(full(ce, ref, format).rendered.requestPart(), part, format.name)
             }
-            val chat = ce.renderContext(ref, RenderFormat.RENDER_FORMAT_OPENAI_CHAT, agentName = "planner", systemInstruction = system)
-            assertEquals(JsonParser.parseString("""{"role":"system","content":"You plan trips."}"""), chat["messages"].asJsonArray[0])
-            val anthropic = ce.renderContext(ref, RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, agentName = "planner", systemInstruction = system)
+            val chat =
+                ce.renderContext(
+                    ref,
+                    RenderFormat.RENDER_FORMAT_OPENAI_CHAT,
+                    agentName = "planner",
+                    systemInstruction = system,
+                )
+            assertEquals(
+                JsonParser.parseString("""{"role":"system","content":"You plan trips."}"""),
+                chat["messages"].asJsonArray[0],
+            )
+            val anthropic =
+                ce.renderContext(
+                    ref,
+                    RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES,
+                    agentName = "planner",
+                    systemInstruction = system,
+                )
             assertEquals("You plan trips.", anthropic["system"].asString)
-            val e = assertThrows<IllegalArgumentException> {
-                runBlocking { ce.renderContext(ref, RenderFormat.RENDER_FORMAT_UNSPECIFIED) }
-            }
+            val e =
+                assertThrows<IllegalArgumentException> {
+                    runBlocking { ce.renderContext(ref, RenderFormat.RENDER_FORMAT_UNSPECIFIED) }
+                }
             assertTrue(e.message!!.contains("needs a format"), e.message)
         }
     }
@@ -77,18 +106,24 @@ class RenderingsKtTest {
     @Test
     fun aFollowerSendsOnlyTheNewItemsAndReassemblesThem() = runBlocking {
         val sent = CopyOnWriteArrayList<Pair<Int, Int>>()
-        val spy = Answers { answer -> answer.also { sent.add(it.rendered.baseItemsCount to it.rendered.itemsCount) } }
+        val spy = Answers { answer ->
+            answer.also { sent.add(it.rendered.baseItemsCount to it.rendered.itemsCount) }
+        }
         ContextEngine.connect(Sidecar.shared(), interceptors = listOf(spy)).use { ce ->
             val format = RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES
             val ref = asked(ce)
-            val view = ce.renderedView(ref, format, agentName = "planner", systemInstruction = system)
+            val view =
+                ce.renderedView(ref, format, agentName = "planner", systemInstruction = system)
             assertEquals(format, view.format)
             assertEquals(emptyList<String>(), view.items)
             sent.clear()
 
             assertEquals(full(ce, ref, format), view.build())
             assertEquals(full(ce, ref, format).rendered.itemsList, view.items)
-            ce.appendEvents(ref, listOf(said("planner", "i1", "MAAT."), said("user", "i2", "And on Tuesday?")))
+            ce.appendEvents(
+                ref,
+                listOf(said("planner", "i1", "MAAT."), said("user", "i2", "And on Tuesday?")),
+            )
             val part = view.requestPart(timeout = 5.seconds) { setInvocationId("i2") }
             assertEquals(full(ce, ref, format).rendered.requestPart(), part)
             assertEquals(3, view.items.size)
@@ -107,11 +142,22 @@ class RenderingsKtTest {
         Sidecar.Silent().use { silent ->
             ContextEngine.connect(silent.target(), interceptors = listOf(watch)).use { ce ->
                 val ref = sessionRef("a", "u", "s")
-                assertNull(withTimeoutOrNull(200.milliseconds) { ce.renderContext(ref, RenderFormat.RENDER_FORMAT_OPENAI_CHAT) })
+                assertNull(
+                    withTimeoutOrNull(200.milliseconds) {
+                        ce.renderContext(ref, RenderFormat.RENDER_FORMAT_OPENAI_CHAT)
+                    }
+                )
                 watch.awaitCancelled()
-                val e = assertThrows<ContextEngineException> {
-                    runBlocking { ce.renderContext(ref, RenderFormat.RENDER_FORMAT_OPENAI_CHAT, timeout = 300.milliseconds) }
-                }
+                val e =
+                    assertThrows<ContextEngineException> {
+                        runBlocking {
+                            ce.renderContext(
+                                ref,
+                                RenderFormat.RENDER_FORMAT_OPENAI_CHAT,
+                                timeout = 300.milliseconds,
+                            )
+                        }
+                    }
                 assertEquals(Status.Code.DEADLINE_EXCEEDED, e.code())
                 val view = ce.renderedView(ref, RenderFormat.RENDER_FORMAT_OPENAI_CHAT)
                 assertNull(withTimeoutOrNull(200.milliseconds) { view.build() })
@@ -120,7 +166,10 @@ class RenderingsKtTest {
         }
     }
 
-    /** The example exits with 0 only when the fake answered every request 200, and prints each answer. */
+    /**
+     * The example exits with 0 only when the fake answered every request 200, and prints each
+     * answer.
+     */
     @Test
     fun theExampleSendsEveryRenderingAndTheFakeAcceptsEachOne() {
         assertEquals(

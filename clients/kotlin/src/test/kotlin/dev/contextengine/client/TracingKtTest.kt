@@ -18,9 +18,9 @@ import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestInstance
 
 /**
- * The Kotlin client inherits the Java client's W3C trace context: a real `contextengine serve`
- * with traces on and JSON logs (as in the Java TracingTest) logs the trace id of the span current
- * when a suspend call is made; `traceContext = false` does not.
+ * The Kotlin client inherits the Java client's W3C trace context: a real `contextengine serve` with
+ * traces on and JSON logs (as in the Java TracingTest) logs the trace id of the span current when a
+ * suspend call is made; `traceContext = false` does not.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TracingKtTest {
@@ -29,21 +29,30 @@ class TracingKtTest {
 
     @BeforeAll
     fun start() {
-        sidecar = Sidecar.start(
-            null,
-            listOf("--log-format", "json", "--log-level", "INFO", "--tracing-otlp-endpoint", "http://127.0.0.1:9"),
-        )
+        sidecar =
+            Sidecar.start(
+                null,
+                listOf(
+                    "--log-format",
+                    "json",
+                    "--log-level",
+                    "INFO",
+                    "--tracing-otlp-endpoint",
+                    "http://127.0.0.1:9",
+                ),
+            )
     }
 
-    @AfterAll
-    fun stop() = sidecar.close()
+    @AfterAll fun stop() = sidecar.close()
 
-    private fun hex(bytes: Int): String = HexFormat.of().formatHex(ByteArray(bytes).also(random::nextBytes))
+    private fun hex(bytes: Int): String =
+        HexFormat.of().formatHex(ByteArray(bytes).also(random::nextBytes))
 
     /** Creates a session of a new app under a sampled span of [traceId]; the app's name. */
     private fun createUnderSpan(client: ContextEngine, traceId: String): String {
         val app = "kt-trace-${UUID.randomUUID()}"
-        val parent = SpanContext.create(traceId, hex(8), TraceFlags.getSampled(), TraceState.getDefault())
+        val parent =
+            SpanContext.create(traceId, hex(8), TraceFlags.getSampled(), TraceState.getDefault())
         Span.wrap(parent).makeCurrent().use {
             runBlocking { client.createSession(appName = app, userId = "u") }
         }
@@ -56,7 +65,10 @@ class TracingKtTest {
         while (System.nanoTime() < deadline) {
             for (line in sidecar.log().lines().filter { it.startsWith("{") }) {
                 val record = JsonParser.parseString(line).asJsonObject
-                if (record.get("app")?.asString == app && record.get("method")?.asString?.endsWith("CreateSession") == true) {
+                if (
+                    record.get("app")?.asString == app &&
+                        record.get("method")?.asString?.endsWith("CreateSession") == true
+                ) {
                     return record.get("trace_id")?.asString ?: ""
                 }
             }

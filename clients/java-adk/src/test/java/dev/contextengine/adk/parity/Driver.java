@@ -23,6 +23,7 @@ import com.google.genai.types.FunctionCall;
 import com.google.genai.types.FunctionResponse;
 import com.google.genai.types.GenerateContentResponseUsageMetadata;
 import com.google.genai.types.Part;
+import com.google.protobuf.util.JsonFormat;
 import dev.contextengine.adk.ContextEngineMemoryService;
 import dev.contextengine.adk.ContextEnginePlugin;
 import dev.contextengine.adk.ContextEngineSessionService;
@@ -33,7 +34,6 @@ import dev.contextengine.v1.GetCompactionStatusResponse;
 import dev.contextengine.v1.GetSessionRequest;
 import dev.contextengine.v1.RewindSessionRequest;
 import dev.contextengine.v1.UpdateAppConfigRequest;
-import com.google.protobuf.util.JsonFormat;
 import io.reactivex.rxjava3.core.Flowable;
 import io.reactivex.rxjava3.core.Maybe;
 import java.io.BufferedWriter;
@@ -158,7 +158,8 @@ public final class Driver {
     }
 
     @Override
-    public Maybe<LlmResponse> beforeModelCallback(CallbackContext context, LlmRequest.Builder request) {
+    public Maybe<LlmResponse> beforeModelCallback(
+        CallbackContext context, LlmRequest.Builder request) {
       callingAgent = context.agentName();
       invocationId = context.invocationId();
       return Maybe.empty();
@@ -209,7 +210,8 @@ public final class Driver {
 
   void run(JsonNode conversation) throws Exception {
     AppConfig.Builder config = AppConfig.newBuilder();
-    JsonFormat.parser().merge(JSON.writeValueAsString(conversation.get("engine_app_config")), config);
+    JsonFormat.parser()
+        .merge(JSON.writeValueAsString(conversation.get("engine_app_config")), config);
     client.updateAppConfig(
         UpdateAppConfigRequest.newBuilder().setConfig(config.setAppName(app)).build());
 
@@ -252,7 +254,8 @@ public final class Driver {
       if (turn.has("rewind")) {
         String target = invocations.get(turn.get("rewind").asText());
         if (target == null) {
-          throw new DriverFailure("turn " + id + ": no invocation recorded for " + turn.get("rewind"));
+          throw new DriverFailure(
+              "turn " + id + ": no invocation recorded for " + turn.get("rewind"));
         }
         client.rewindSession(
             RewindSessionRequest.newBuilder()
@@ -266,9 +269,11 @@ public final class Driver {
       model.answers.clear();
       turn.get("answers").forEach(model.answers::add);
       invocationId = "";
-      List<Event> events = runner.runAsync(user, session, userContent(turn.get("user"))).toList().blockingGet();
+      List<Event> events =
+          runner.runAsync(user, session, userContent(turn.get("user"))).toList().blockingGet();
       if (!model.answers.isEmpty()) {
-        throw new DriverFailure("turn " + id + ": " + model.answers.size() + " answer(s) left over");
+        throw new DriverFailure(
+            "turn " + id + ": " + model.answers.size() + " answer(s) left over");
       }
       String invocation = events.isEmpty() ? invocationId : events.get(0).invocationId();
       invocations.put(id, invocation);
@@ -285,7 +290,10 @@ public final class Driver {
 
   static Content userContent(JsonNode user) {
     if (user.has("text")) {
-      return Content.builder().role("user").parts(List.of(Part.fromText(user.get("text").asText()))).build();
+      return Content.builder()
+          .role("user")
+          .parts(List.of(Part.fromText(user.get("text").asText())))
+          .build();
     }
     JsonNode fr = user.get("function_response");
     @SuppressWarnings("unchecked")
@@ -316,7 +324,8 @@ public final class Driver {
                   .setSessionId(session)
                   .build());
       if (status.getFailures() > 0) {
-        throw new DriverFailure("turn " + turn + ": the summarizer failed: " + status.getLastError());
+        throw new DriverFailure(
+            "turn " + turn + ": the summarizer failed: " + status.getLastError());
       }
       if (!status.getRunning()) {
         return;
@@ -344,7 +353,8 @@ public final class Driver {
         String name = path.getFileName().toString().replaceFirst("\\.json$", "");
         out.add(
             new String[] {
-              path.toString(), args.get("app") + "-" + name,
+              path.toString(),
+              args.get("app") + "-" + name,
               Path.of(args.get("out")).resolve(name + ".jsonl").toString()
             });
       }
@@ -365,13 +375,18 @@ public final class Driver {
       if (!args.containsKey(required)) {
         System.err.println(
             "usage: Driver --target HOST:PORT --conversation FILE|DIR --app APP --user USER "
-                + "--session SESSION --out REPORT.jsonl|DIR (missing --" + required + ")");
+                + "--session SESSION --out REPORT.jsonl|DIR (missing --"
+                + required
+                + ")");
         System.exit(2);
       }
     }
     int status = 0;
     try (ContextEngineClient client =
-        ContextEngineClient.builder().target(args.get("target")).timeout(Duration.ofSeconds(30)).build()) {
+        ContextEngineClient.builder()
+            .target(args.get("target"))
+            .timeout(Duration.ofSeconds(30))
+            .build()) {
       for (String[] job : jobs(args)) {
         JsonNode conversation = JSON.readTree(Files.readString(Path.of(job[0])));
         Path report = Path.of(job[2]);
