@@ -1,4 +1,6 @@
-"""Event stores: the append-only log behind one small interface.
+"""Event stores: the append-only log behind one interface, ``EventStore``, made of small
+protocols (``EventLog``, ``ConfigStore``, ``ContentMeasures``, ``Coordination``; ``_base``) that
+callers depend on one at a time where they use one part.
 
 Besides the stores, the SQLite write transaction (``WriteTx``, what ``SqliteStore.write`` runs
 an operation with) and the connection helpers (``connect_sqlite``, ``run_sqlite``) are public
@@ -14,7 +16,11 @@ from contextengine.store._base import (
     CommitListener,
     ConfigChanged,
     ConfigListener,
+    ConfigStore,
+    ContentMeasures,
+    Coordination,
     EventFilter,
+    EventLog,
     EventStore,
     LoggedEvent,
     SessionCreated,
@@ -35,7 +41,11 @@ __all__ = [
     "CommitListener",
     "ConfigChanged",
     "ConfigListener",
+    "ConfigStore",
+    "ContentMeasures",
+    "Coordination",
     "EventFilter",
+    "EventLog",
     "EventStore",
     "LoggedEvent",
     "MemoryStore",
