@@ -65,7 +65,7 @@ from contextengine.store._pg_errors import busy_cause, storage_error
 from contextengine.store._pg_hold import BLOCKER, HoldWatch, describe
 from contextengine.store._pg_listen import Listener, Notice, ended
 from contextengine.store._pg_positions import BOUND, transaction_of
-from contextengine.store._sqlite_rows import load_event, load_state
+from contextengine.store._rows import load_event, load_state
 
 __all__ = ["ChangeFeed"]
 

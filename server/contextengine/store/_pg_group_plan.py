@@ -22,7 +22,7 @@ from contextengine.core.state import JsonObject, apply_delta
 from contextengine.store._append import copy_event, plan_append
 from contextengine.store._base import AppendOutcome, SessionKey
 from contextengine.store._pg_positions import MAX_PER_TRANSACTION
-from contextengine.store._sqlite_rows import dump_state, load_event, load_state
+from contextengine.store._rows import dump_state, load_event, load_state
 from contextengine.v1 import event_pb2
 
 __all__ = ["AppendRequest", "GroupPlan", "Result", "plan_group", "shared_keys"]

@@ -51,7 +51,7 @@ from contextengine.store._pg_write_locks import (
     transaction,
     user_lock,
 )
-from contextengine.store._sqlite_rows import dump_state, load_state
+from contextengine.store._rows import dump_state, load_state
 from contextengine.v1 import config_pb2
 
 #: the NOTIFY channel of every store on a database
