@@ -8,8 +8,8 @@ from pathlib import Path
 
 import asyncpg
 
-from contextengine.store import EventStore, SessionKey, SqliteStore, _pg_migrations as pg_migrations
-from contextengine.store.postgres import PostgresStore
+from contextengine.store import EventStore, SessionKey, SqliteStore
+from contextengine.store.postgres import PostgresStore, _migrations as pg_migrations
 from contextengine.store.sqlite._migrations import load_migrations, migrate
 from contextengine.v1 import event_pb2
 from tests.pg_server import PostgresServer

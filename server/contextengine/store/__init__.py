@@ -31,7 +31,7 @@ from contextengine.store._base import (
     StateAt,
     StoredSession,
 )
-from contextengine.store._pg_dsn import is_postgres_dsn, mask_dsn
+from contextengine.store._dsn import is_postgres_dsn, mask_dsn
 from contextengine.store.memory import MemoryStore
 from contextengine.store.sqlite import (
     SqliteStore,

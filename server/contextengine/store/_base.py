@@ -43,7 +43,7 @@ on), and what the processes sharing a store agree through:
   (a change other sessions see), so positions of events have gaps. Where one process writes
   (SQLite, memory) positions are counted in commit order; on PostgreSQL, where transactions of
   many processes commit at once, they come from the writing transaction's id and a position is
-  final once every older transaction has ended (``_pg_positions``).
+  final once every older transaction has ended (``postgres._positions``).
 * ``last_position`` is the end of the final log: every change at or below it is readable (or was
   deleted), and a change committed after the call takes a higher position. With one writer it is
   the highest position taken so far (0 for a new store); on PostgreSQL it is derived from the
