@@ -10,7 +10,7 @@ from contextengine.store import EventStore, SessionKey
 from contextengine.store.sqlite._migrations import load_migrations, migrate
 
 from .conftest import FakeClock
-from .test_contract import APP, create, ev
+from .contract.helpers import APP, create, ev
 
 Row = tuple[float, str, str]
 
