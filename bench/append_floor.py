@@ -14,7 +14,7 @@ timed; the events are ``bench.append``'s tool-using conversation):
 * ``floor``: a bare ``grpc.aio`` server in its own process with one generic unary method that
   returns, for each request, the bytes the sidecar answered to it (looked up by the request
   bytes): the transport's cost for the same bytes in and out, nothing else;
-* ``SQLite insert``: the store's own write of the same events (``_sqlite_ops.append_events`` in
+* ``SQLite insert``: the store's own write of the same events (``store.sqlite._ops.append_events`` in
   ``run_batch``: plan, INSERT, UPDATE of the session row, COMMIT) in a loop in this process on
   a copy of the database, without gRPC, the event loop or the thread hop: CPU per call and per
   event on the calling thread.
@@ -61,8 +61,8 @@ from bench.append import APP, USER, to_proto, workload
 from bench.sidecar import THREAD_KINDS, Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
 from contextengine.store import SessionKey
-from contextengine.store._sqlite_ops import append_events as store_append_events
-from contextengine.store._sqlite_writer import SessionCache, run_batch
+from contextengine.store.sqlite._ops import append_events as store_append_events
+from contextengine.store.sqlite._writer import SessionCache, run_batch
 from contextengine.v1 import session_service_pb2 as spb
 
 _SERVICE = "contextengine.v1.SessionService"

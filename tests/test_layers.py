@@ -497,9 +497,16 @@ PLANTED = [
     ),
     (
         "contextengine.memory.fake",
-        "from contextengine.store._sqlite_writer import WriteTx\n",
+        "from contextengine.store.sqlite._writer import WriteTx\n",
         "private",
-        "contextengine.store",
+        "contextengine.store.sqlite",
+    ),
+    (
+        # one backend's subpackage does not reach into another's (shared helpers live in store)
+        "contextengine.store.postgres._ops",
+        "from contextengine.store.sqlite._writer import WriteTx\n",
+        "private",
+        "contextengine.store.sqlite",
     ),
     (
         "contextengine.compaction.fake",
@@ -511,7 +518,7 @@ PLANTED = [
         "contextengine.memory.fake",
         "from contextengine.store.sqlite import _not_open\n",
         "private",
-        "contextengine.store",
+        "contextengine.store.sqlite",
     ),
     ("examples.python.fake", "from contextengine.store import MemoryStore\n", "layer", "store"),
     ("contextengine.adk.fake", "from contextengine.engine import Engine\n", "layer", "engine"),
@@ -529,8 +536,8 @@ def test_the_checker_catches_a_planted_violation(
     found = _check_fakes(
         planted,
         _fake("contextengine.store", "", is_package=True),
-        _fake("contextengine.store.sqlite", "def _not_open(): ...\n"),
-        _fake("contextengine.store._sqlite_writer", "class WriteTx: ...\n"),
+        _fake("contextengine.store.sqlite", "def _not_open(): ...\n", is_package=True),
+        _fake("contextengine.store.sqlite._writer", "class WriteTx: ...\n"),
         _fake("contextengine.core.context", "", is_package=True),
         _fake("contextengine.core.context._rewind", "def apply_rewinds(): ...\n"),
     )
@@ -553,7 +560,12 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
             "import json\nfrom google.protobuf import struct_pb2\n"
             "from contextengine.core.context import apply_rewinds\n",
         ),
-        _fake("contextengine.store.sqlite", "from contextengine.store import _secrets\n"),
+        _fake(
+            "contextengine.store.sqlite",
+            "from contextengine.store.sqlite._store import SqliteStore\n",
+            is_package=True,
+        ),
+        _fake("contextengine.store.sqlite._store", "from contextengine.store import _secrets\n"),
         _fake(
             "contextengine.store._secrets", "import sqlite3\nfrom contextengine._compat import x\n"
         ),

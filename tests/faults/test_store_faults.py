@@ -22,9 +22,9 @@ from contextengine.client import ContextEngineClient, RpcError
 from contextengine.core.errors import Code, ContextEngineError
 from contextengine.server import ContextEngineServer, ServerSettings
 from contextengine.store import EventFilter, SessionKey
-from contextengine.store._sqlite_lock import DatabaseLock
-from contextengine.store._sqlite_writer import WriteTx, storage_error
 from contextengine.store.sqlite import DatabaseLockedError, SqliteStore
+from contextengine.store.sqlite._lock import DatabaseLock
+from contextengine.store.sqlite._writer import WriteTx, storage_error
 from contextengine.v1 import event_pb2
 from tests.service.helpers import text_event
 

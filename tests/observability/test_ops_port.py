@@ -16,7 +16,7 @@ import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.server import ContextEngineServer, ServerSettings
-from contextengine.store._sqlite_writer import WriteTx
+from contextengine.store import WriteTx
 from contextengine.store.memory import MemoryStore
 from contextengine.store.sqlite import SqliteStore
 from tests.faults.sidecar import Sidecar

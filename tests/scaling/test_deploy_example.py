@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from contextengine import config
-from contextengine.store._pg_dsn import is_postgres_dsn
+from contextengine.store import is_postgres_dsn
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "postgres"
 

@@ -1,5 +1,5 @@
 """Two ``PostgresStore``s on one database in one process: each one's commit listeners hear the
-other's commits as their own, exactly once and in position order (``store._pg_feed``), and its
+other's commits as their own, exactly once and in position order (``store.postgres._feed``), and its
 configuration listeners hear the other's configuration updates."""
 
 from __future__ import annotations

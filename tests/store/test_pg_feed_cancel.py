@@ -14,7 +14,7 @@ import asyncio
 import pytest
 
 from contextengine._compat import timeout
-from contextengine.store._pg_feed import ChangeFeed
+from contextengine.store.postgres._feed import ChangeFeed
 
 
 class _OpenConnection:

@@ -1,5 +1,6 @@
-"""Group commit of a PostgreSQL store's appends (``store._pg_group``): callers that wait together
-share a transaction, and each still gets exactly what an append of its own would have given."""
+"""Group commit of a PostgreSQL store's appends (``store.postgres._group``): callers that wait
+together share a transaction, and each still gets exactly what an append of its own would have
+given."""
 
 from __future__ import annotations
 

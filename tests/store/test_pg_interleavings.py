@@ -1,6 +1,6 @@
 """Concurrent commits on PostgreSQL, forced into the interleavings that break naive readers.
 
-Positions come from transaction ids and commits finish in any order (``store._pg_positions``):
+Positions come from transaction ids and commits finish in any order (``store.postgres._positions``):
 these tests make that happen on purpose, on a real server, and check that every reader sees the
 log the table ends up holding, in its order, each change once:
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from contextengine.store import SessionKey, _pg_migrations as pg_migrations
-from contextengine.store.postgres import PostgresStore
+from contextengine.store import SessionKey
+from contextengine.store.postgres import PostgresStore, _migrations as pg_migrations
 from contextengine.v1 import event_pb2
 from tests.pg_server import PostgresServer
 

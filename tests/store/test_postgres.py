@@ -1,4 +1,4 @@
-"""What the PostgreSQL store adds to the contract (``test_contract.py`` runs on it too): several
+"""What the PostgreSQL store adds to the contract (``contract/`` runs on it too): several
 stores on one database (sidecars), migrations applied once when they start together, readers
 that never pass a position which may still commit, storage health while the server is down, the
 DSN as a secret. The hard interleavings of concurrent commits: ``test_pg_interleavings.py``."""

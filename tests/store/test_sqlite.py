@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from contextengine.core.errors import ContextEngineError
-from contextengine.store import EventFilter, SessionKey, SqliteStore, _sqlite_writer
-from contextengine.store._migrations import Migration, load_migrations, migrate, split_statements
-from contextengine.store._sqlite_writer import SessionCache, SessionRow, WriteTx, run_batch
+from contextengine.store import EventFilter, SessionKey, SqliteStore
+from contextengine.store._migrations import Migration
+from contextengine.store.sqlite import _writer as _sqlite_writer
+from contextengine.store.sqlite._migrations import load_migrations, migrate, split_statements
+from contextengine.store.sqlite._writer import SessionCache, SessionRow, WriteTx, run_batch
 from contextengine.v1 import config_pb2, event_pb2
 
 KEY = SessionKey("app", "u1", "s1")

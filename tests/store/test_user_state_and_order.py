@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 from contextengine.store import EventStore, SessionKey
-from contextengine.store._migrations import load_migrations, migrate
+from contextengine.store.sqlite._migrations import load_migrations, migrate
 
 from .conftest import FakeClock
-from .test_contract import APP, create, ev
+from .contract.helpers import APP, create, ev
 
 Row = tuple[float, str, str]
 
@@ -106,7 +106,7 @@ async def test_a_listed_session_carries_its_merged_state(store: EventStore) -> N
 
 def test_sqlite_reads_the_order_from_an_index(tmp_path: Path) -> None:
     """The two queries are index ranges in order: no temporary sort, no full scan."""
-    from contextengine.store import _sqlite_reads as reads
+    from contextengine.store.sqlite import _reads as reads
 
     db = sqlite3.connect(tmp_path / "plan.db")
     try:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.events import normalize_for_append
 from contextengine.runtime.event_cache import SessionEventCache
-from contextengine.store import EventStore, SessionKey
+from contextengine.store import EventLog, SessionKey
 from contextengine.v1 import event_pb2
 
 __all__ = ["append_summary", "invalidated_since"]
@@ -37,7 +37,7 @@ def invalidated_since(events: list[event_pb2.Event], based_on: int) -> event_pb2
 
 
 async def append_summary(
-    store: EventStore,
+    store: EventLog,
     events: SessionEventCache,
     key: SessionKey,
     event: event_pb2.Event,

@@ -44,7 +44,7 @@ from contextengine.core.compaction import (
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.runtime.event_cache import SessionEventCache, SessionLog
 from contextengine.runtime.resolver import ConfigResolver
-from contextengine.store import EventStore, SessionKey
+from contextengine.store import EventLog, SessionKey
 from contextengine.v1 import config_pb2, content_pb2
 
 __all__ = ["Runner"]
@@ -59,7 +59,7 @@ def _usable(content: content_pb2.Content) -> bool:
 class Runner:
     def __init__(
         self,
-        store: EventStore,
+        store: EventLog,
         events: SessionEventCache,
         resolver: ConfigResolver,
         summarizers: SummarizerPool,

@@ -9,12 +9,12 @@ was under way while an update happened does not overwrite the cache with what it
 
 from __future__ import annotations
 
-from contextengine.store import ConfigChanged, EventStore
+from contextengine.store import ConfigChanged, ConfigStore
 from contextengine.v1 import config_pb2
 
 
 class AppConfigs:
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: ConfigStore) -> None:
         self._store = store
         self._cache: dict[str, config_pb2.AppConfig | None] = {}
         #: bumped by every update: a store read that overlapped one is not cached

@@ -1,9 +1,13 @@
-"""Event stores: the append-only log behind one small interface.
+"""Event stores: the append-only log behind one interface, ``EventStore``, made of small
+protocols (``EventLog``, ``ConfigStore``, ``ContentMeasures``, ``Coordination``; ``_base``) that
+callers depend on one at a time where they use one part.
 
 Besides the stores, the SQLite write transaction (``WriteTx``, what ``SqliteStore.write`` runs
 an operation with) and the connection helpers (``connect_sqlite``, ``run_sqlite``) are public
-for the components that keep their own tables in the store's file (memory's FTS5 index); the
-``_`` modules stay private to this package (``tests/test_layers.py``).
+for the components that keep their own tables in the store's file (memory's FTS5 index). The
+SQLite and PostgreSQL stores are subpackages (``store.sqlite``, ``store.postgres``) with private
+modules of their own; the ``_`` modules here are shared by the backends and stay private to this
+package (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,11 @@ from contextengine.store._base import (
     CommitListener,
     ConfigChanged,
     ConfigListener,
+    ConfigStore,
+    ContentMeasures,
+    Coordination,
     EventFilter,
+    EventLog,
     EventStore,
     LoggedEvent,
     SessionCreated,
@@ -23,11 +31,14 @@ from contextengine.store._base import (
     StateAt,
     StoredSession,
 )
-from contextengine.store._pg_dsn import is_postgres_dsn, mask_dsn
-from contextengine.store._sqlite_conn import connect as connect_sqlite, run as run_sqlite
-from contextengine.store._sqlite_writer import WriteTx
+from contextengine.store._dsn import is_postgres_dsn, mask_dsn
 from contextengine.store.memory import MemoryStore
-from contextengine.store.sqlite import SqliteStore
+from contextengine.store.sqlite import (
+    SqliteStore,
+    WriteTx,
+    connect as connect_sqlite,
+    run as run_sqlite,
+)
 
 __all__ = [
     "AppendOutcome",
@@ -35,7 +46,11 @@ __all__ = [
     "CommitListener",
     "ConfigChanged",
     "ConfigListener",
+    "ConfigStore",
+    "ContentMeasures",
+    "Coordination",
     "EventFilter",
+    "EventLog",
     "EventStore",
     "LoggedEvent",
     "MemoryStore",

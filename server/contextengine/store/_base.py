@@ -1,6 +1,14 @@
-"""The ``EventStore`` interface every storage backend implements.
+"""The ``EventStore`` interface every storage backend implements, and the protocols it joins.
 
-Contract (checked by ``tests/store``, run against every backend):
+``EventStore`` is four small protocols and a life cycle (``open``, ``close``): ``EventLog``
+(sessions, their events and scoped state), ``ConfigStore`` (app and session configuration),
+``ContentMeasures`` (the token measures kept with a session) and ``Coordination`` (positions and
+commit notifications, whether this process writes alone, the compaction lock, storage health,
+the page token key). A backend implements all of them; a caller that uses one part depends on
+that part's protocol. The contract below is checked by ``tests/store/contract`` (one module per
+protocol), run against every backend.
+
+The log (``EventLog``):
 
 * A session's events get sequences 1, 2, 3, ... in append order, without gaps, even under
   concurrent appends; ``last_sequence`` is the highest one.
@@ -24,7 +32,8 @@ Contract (checked by ``tests/store``, run against every backend):
 * Deleting a session deletes its events; app and user state stay.
 * Once ``append_events`` returns, the events survive a crash of the process (kill -9).
 
-Positions and commit notifications (what subscriptions are built on):
+Coordination (``Coordination``): positions and commit notifications (what subscriptions are built
+on), and what the processes sharing a store agree through:
 
 * Every recorded event has a global ``position``: a positive integer, never reused (it survives
   a restart when the store does). Position order is the log's order across sessions: a session's
@@ -34,7 +43,7 @@ Positions and commit notifications (what subscriptions are built on):
   (a change other sessions see), so positions of events have gaps. Where one process writes
   (SQLite, memory) positions are counted in commit order; on PostgreSQL, where transactions of
   many processes commit at once, they come from the writing transaction's id and a position is
-  final once every older transaction has ended (``_pg_positions``).
+  final once every older transaction has ended (``postgres._positions``).
 * ``last_position`` is the end of the final log: every change at or below it is readable (or was
   deleted), and a change committed after the call takes a higher position. With one writer it is
   the highest position taken so far (0 for a new store); on PostgreSQL it is derived from the
@@ -60,8 +69,6 @@ Positions and commit notifications (what subscriptions are built on):
   ``add_storage_listener`` registers a callback told of every change of it (on the event loop).
   The sidecar's health follows it. A store that cannot fail this way (memory) always says
   None and never calls its listeners.
-* ``add_config_listener`` registers a callback told when another process sharing the store
-  replaced an app's or a session's configuration (``ConfigChanged``), so caches drop it.
 * ``compaction_lock`` is held around one compaction of a session: exclusive among every process
   that shares the store (PostgreSQL: an advisory lock). Within one process the compactor already
   serialises a session's compactions, so a store only one process opens (SQLite, memory) holds
@@ -70,6 +77,16 @@ Positions and commit notifications (what subscriptions are built on):
   sequence), ``list_events_after_position`` (every session of an app, or of one user, by position)
   and ``get_state`` (the merged state with the last position it reflects: every change at or
   before it is included, none after it).
+
+Configuration (``ConfigStore``):
+
+* An app's configuration and a session's own are replaced whole (``update_time`` set by the
+  store) and read back as stored; a session's goes with the session.
+* ``add_config_listener`` registers a callback told when another process sharing the store
+  replaced an app's or a session's configuration (``ConfigChanged``), so caches drop it.
+
+Token measures (``ContentMeasures``): a cache of what counting a session's contents gave, kept
+with the session (deleted with it); a digest already recorded keeps its numbers.
 """
 
 from __future__ import annotations
@@ -176,15 +193,10 @@ class StateAt:
     position: int
 
 
-class EventStore(Protocol):
-    """Storage of sessions, their event logs, scoped state, and app and session
-    configuration."""
-
-    async def open(self) -> None:
-        """Prepares the store (creates or migrates the schema). Called once before use."""
-
-    async def close(self) -> None:
-        """Flushes pending writes and releases resources. Idempotent."""
+class EventLog(Protocol):
+    """The log: sessions, their events in sequence order, and their scoped state (the module
+    contract's first part). What the engine's session operations and the compactor's summary
+    appends use."""
 
     async def create_session(
         self,
@@ -251,15 +263,66 @@ class EventStore(Protocol):
         """Up to ``limit`` events with ``sequence > after_sequence`` in order, and the session's
         last sequence."""
 
-    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
-        """Calls ``listener`` after every commit (see the module contract) until the returned
-        function is called."""
+
+class ConfigStore(Protocol):
+    """Configuration: an app's and a session's own configuration, and news of what another
+    process sharing the store replaced (what the configuration caches of ``runtime`` use)."""
+
+    async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
+        """The stored configuration, or None if never set."""
+
+    async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
+        """Replaces the configuration (sets ``update_time``) and returns it as stored."""
+
+    async def get_session_config(self, key: SessionKey) -> config_pb2.SessionConfig:
+        """The session's own configuration (empty if never set); SESSION_NOT_FOUND if the
+        session does not exist."""
+
+    async def put_session_config(
+        self, key: SessionKey, config: config_pb2.SessionConfig
+    ) -> config_pb2.SessionConfig:
+        """Replaces the session's own configuration (sets ``update_time``) and returns it as
+        stored; SESSION_NOT_FOUND if the session does not exist. Deleting the session deletes
+        it."""
 
     def add_config_listener(self, listener: ConfigListener) -> Callable[[], None]:
         """Calls ``listener`` (on the event loop) when another process sharing the store
         replaced a configuration, until the returned function is called. This process's own
         updates are not told (its callers made them); a store only one process opens never
         calls it."""
+
+
+class ContentMeasures(Protocol):
+    """Token measures: what counting a session's contents gave, kept with the session so a cold
+    BuildContext need not count again (``runtime.event_cache``); a cache, whose loss costs only
+    counting again."""
+
+    async def get_content_measures(
+        self, key: SessionKey, counter: str, digests: Collection[bytes] | None = None
+    ) -> dict[bytes, tuple[int, int]]:
+        """What ``put_content_measures`` recorded for the session's contents counted by
+        ``counter``: content digest -> (tokens, chars); {} for an unknown session. With
+        ``digests``, only the measures of those (the ones a view needs)."""
+
+    async def put_content_measures(
+        self, key: SessionKey, counter: str, measures: Mapping[bytes, tuple[int, int]]
+    ) -> None:
+        """Records ``measures`` (content digest -> (tokens, chars), counted by ``counter``) with
+        the session; a digest already recorded keeps its numbers; nothing for an unknown
+        session. A cache of what counting gives (``runtime.event_cache``): the rows go with
+        the session, and their loss only costs counting again."""
+
+
+class Coordination(Protocol):
+    """Coordination among the store's readers and the processes that share it (the module
+    contract's "Positions and commit notifications"): global positions and the commit
+    listeners that subscriptions and caches follow, the reads that return positions, whether
+    this process writes alone, the compaction lock, the storage health the sidecar's health
+    follows, and the store-wide page token key (so a page token is valid in every sidecar)."""
+
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        """Calls ``listener`` after every commit (see the module contract) until the returned
+        function is called."""
 
     async def list_logged_events(
         self, key: SessionKey, after_sequence: int, limit: int
@@ -278,41 +341,13 @@ class EventStore(Protocol):
     async def get_state(self, key: SessionKey) -> StateAt:
         """The session's merged state and the last position it reflects."""
 
-    async def get_app_config(self, app_name: str) -> config_pb2.AppConfig | None:
-        """The stored configuration, or None if never set."""
-
-    async def get_content_measures(
-        self, key: SessionKey, counter: str, digests: Collection[bytes] | None = None
-    ) -> dict[bytes, tuple[int, int]]:
-        """What ``put_content_measures`` recorded for the session's contents counted by
-        ``counter``: content digest -> (tokens, chars); {} for an unknown session. With
-        ``digests``, only the measures of those (the ones a view needs)."""
-
-    async def put_content_measures(
-        self, key: SessionKey, counter: str, measures: Mapping[bytes, tuple[int, int]]
-    ) -> None:
-        """Records ``measures`` (content digest -> (tokens, chars), counted by ``counter``) with
-        the session; a digest already recorded keeps its numbers; nothing for an unknown
-        session. A cache of what counting gives (``runtime.event_cache``): the rows go with
-        the session, and their loss only costs counting again."""
-
-    async def put_app_config(self, config: config_pb2.AppConfig) -> config_pb2.AppConfig:
-        """Replaces the configuration (sets ``update_time``) and returns it as stored."""
-
-    async def get_session_config(self, key: SessionKey) -> config_pb2.SessionConfig:
-        """The session's own configuration (empty if never set); SESSION_NOT_FOUND if the
-        session does not exist."""
-
-    async def put_session_config(
-        self, key: SessionKey, config: config_pb2.SessionConfig
-    ) -> config_pb2.SessionConfig:
-        """Replaces the session's own configuration (sets ``update_time``) and returns it as
-        stored; SESSION_NOT_FOUND if the session does not exist. Deleting the session deletes
-        it."""
-
     @property
     def sole_writer(self) -> bool:
         """Whether this process is the store's only writer (see the module contract)."""
+
+    def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
+        """Held around one compaction of the session (see the module contract): waits while
+        another process sharing the store compacts it."""
 
     @property
     def storage_problem(self) -> ContextEngineError | None:
@@ -322,10 +357,19 @@ class EventStore(Protocol):
         """Calls ``listener`` with the problem when the store stops being writable and with None
         when it is writable again, until the returned function is called."""
 
-    def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
-        """Held around one compaction of the session (see the module contract): waits while
-        another process sharing the store compacts it."""
-
     async def page_token_key(self) -> bytes:
         """A random key of this store, kept with its data (the same after a restart, in
         whichever process opens it; see ``store._secrets``); it keys the page tokens' HMAC."""
+
+
+class EventStore(EventLog, ConfigStore, ContentMeasures, Coordination, Protocol):
+    """Storage of sessions, their event logs, scoped state, and app and session
+    configuration: every part (``EventLog``, ``ConfigStore``, ``ContentMeasures``,
+    ``Coordination``), and the store's life cycle. A backend implements all of it; a caller that
+    uses one part depends on that part's protocol."""
+
+    async def open(self) -> None:
+        """Prepares the store (creates or migrates the schema). Called once before use."""
+
+    async def close(self) -> None:
+        """Flushes pending writes and releases resources. Idempotent."""

@@ -1,28 +1,18 @@
-"""Numbered SQLite schema migrations (``migrations/NNNN_name.sql``) and the runner that applies them.
+"""Numbered schema migrations as shipped (``migrations/NNNN_name.sql`` for SQLite,
+``migrations/postgres/NNNN_name.sql`` for PostgreSQL): what both backends' runners apply
+(``sqlite._migrations``, ``postgres._migrations``).
 
-``schema_version`` has one row per applied migration; the schema's version is the highest. Each
-migration runs in its own ``BEGIN IMMEDIATE`` transaction that re-reads the version first, so two
-processes opening the same new file do not both apply it. Synchronous: run it on the connection's
-thread.
+The files stay in this package's ``migrations`` folder (package data, found with
+``importlib.resources``), whichever backend's subpackage runs them.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
 _FILE_NAME = re.compile(r"^(\d{4})_\w+\.sql$")
-
-_CREATE_VERSION_TABLE = """
-CREATE TABLE IF NOT EXISTS schema_version (
-    version INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at REAL NOT NULL
-)"""
 
 
 @dataclass(frozen=True)
@@ -32,11 +22,15 @@ class Migration:
     sql: str
 
 
-def load_migrations() -> list[Migration]:
-    """The migrations shipped in ``contextengine/store/migrations``, numbered 1, 2, 3, ..."""
-    folder = resources.files("contextengine.store").joinpath("migrations")
+def shipped_migrations(*folder: str) -> list[Migration]:
+    """The migrations shipped in ``contextengine/store/migrations`` (in its subfolder ``folder``,
+    e.g. ``postgres``), numbered 1, 2, 3, ..."""
+    path = resources.files("contextengine.store").joinpath("migrations")
+    for part in folder:
+        path = path.joinpath(part)
+    prefix = "".join(f"{part}/" for part in folder)
     found: list[Migration] = []
-    for entry in folder.iterdir():
+    for entry in path.iterdir():
         match = _FILE_NAME.match(entry.name)
         if match:
             found.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))
@@ -44,76 +38,6 @@ def load_migrations() -> list[Migration]:
     for expected, migration in enumerate(found, start=1):
         if migration.version != expected:
             raise RuntimeError(
-                f"migration {migration.name} is out of order: expected {expected:04d}"
+                f"migration {prefix}{migration.name} is out of order: expected {expected:04d}"
             )
     return found
-
-
-def schema_version(conn: sqlite3.Connection) -> int:
-    """The highest applied migration, 0 for a new database."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-    ).fetchone()
-    if exists is None:
-        return 0
-    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-    return int(row[0]) if row is not None and row[0] is not None else 0
-
-
-def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> int:
-    """Applies the migrations newer than the database's version; returns the resulting version.
-
-    ``conn`` must be in autocommit mode (``isolation_level=None``).
-    """
-    latest = migrations[-1].version if migrations else 0
-    current = schema_version(conn)
-    if current > latest:
-        raise RuntimeError(
-            f"the database schema is at version {current}, newer than this build knows ({latest})"
-        )
-    for migration in migrations:
-        if migration.version > current:
-            current = _apply(conn, migration)
-    return current
-
-
-def _apply(conn: sqlite3.Connection, migration: Migration) -> int:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(_CREATE_VERSION_TABLE)
-        current = schema_version(conn)
-        if migration.version == current + 1:
-            for statement in split_statements(migration.sql):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
-                (migration.version, migration.name, time.time()),
-            )
-            current = migration.version
-        elif migration.version > current:
-            raise RuntimeError(f"cannot apply {migration.name} to schema version {current}")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return current
-
-
-def split_statements(sql: str) -> list[str]:
-    """The statements of a script, each complete (``sqlite3.complete_statement``), in order."""
-    statements: list[str] = []
-    pending = ""
-    for line in sql.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            statements.append(pending.strip())
-            pending = ""
-    leftover = [
-        line for line in pending.splitlines() if line.strip() and not line.strip().startswith("--")
-    ]
-    if leftover:
-        raise RuntimeError(
-            f"incomplete SQL statement at the end of a migration: {pending.strip()!r}"
-        )
-    return statements

@@ -40,7 +40,7 @@ from typing import Any
 
 from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
-from contextengine.store import Change, EventStore, LoggedEvent, SessionKey
+from contextengine.store import Change, Coordination, LoggedEvent, SessionKey
 from contextengine.subscriptions.pacing import LivePacer
 
 #: ("session", app, user, session) | ("user", app, user) | ("app", app)
@@ -479,7 +479,7 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 class Broadcaster:
     """Routes every commit of ``store`` to the subscriptions that want it."""
 
-    def __init__(self, store: EventStore, pacer: LivePacer | None = None) -> None:
+    def __init__(self, store: Coordination, pacer: LivePacer | None = None) -> None:
         self._store = store
         self._routes: dict[Route, _Route] = {}
         self._count = 0

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextengine.core.errors import ContextEngineError, session_not_found
-from contextengine.store import Change, EventStore, LoggedEvent, SessionDeleted
+from contextengine.store import Change, Coordination, LoggedEvent, SessionDeleted
 from contextengine.subscriptions.broadcaster import (
     Broadcaster,
     EndReason,
@@ -93,7 +93,7 @@ class EventStream:
     def __init__(
         self,
         spec: EventsSpec,
-        store: EventStore,
+        store: Coordination,
         broadcaster: Broadcaster,
         frames: EventFrames,
         settings: StreamSettings,

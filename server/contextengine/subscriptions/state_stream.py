@@ -15,7 +15,7 @@ from google.protobuf import struct_pb2
 
 from contextengine.core.errors import session_not_found
 from contextengine.core.structs import dict_to_struct
-from contextengine.store import Change, EventStore, LoggedEvent, SessionCreated, SessionDeleted
+from contextengine.store import Change, Coordination, LoggedEvent, SessionCreated, SessionDeleted
 from contextengine.subscriptions.broadcaster import (
     Broadcaster,
     Subscription,
@@ -60,7 +60,7 @@ class StateStream:
     def __init__(
         self,
         spec: WatchSpec,
-        store: EventStore,
+        store: Coordination,
         broadcaster: Broadcaster,
         settings: StreamSettings,
     ) -> None:

@@ -1,6 +1,6 @@
 """Group commit of one PostgreSQL store's appends: callers that wait together share a transaction.
 
-Each append costs a transaction four round trips and a durable commit (``_pg_ops``). When many
+Each append costs a transaction four round trips and a durable commit (``_ops``). When many
 callers append at once (one sidecar serving many agents), a transaction per call spends the
 sidecar's CPU on round trips and holds a pooled connection through every commit's flush: at a
 few milliseconds per commit the pool, not the database, caps the sidecar. So appends queue here
@@ -19,7 +19,7 @@ building for ``stall_seconds`` (it waits before its COMMIT: a lock a foreign tra
 a slow statement; it must not hold up every append of the sidecar). At most ``in_flight`` run
 at once.
 
-Each append is planned on its own (``_pg_group_plan``): one whose plan fails gets its error and
+Each append is planned on its own (``_group_plan``): one whose plan fails gets its error and
 the others are written. A database error fails the whole transaction; the group's appends are
 then run again one transaction each, so that one session's trouble (a foreign lock, a bad row)
 fails only its own caller; when the database cannot be reached (STORAGE_UNAVAILABLE,
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from contextengine.core.errors import ContextEngineError
 from contextengine.store._base import AppendOutcome
-from contextengine.store._pg_group_plan import AppendRequest, Result
+from contextengine.store.postgres._group_plan import AppendRequest, Result
 
 __all__ = ["GroupCommit"]
 
@@ -59,7 +59,7 @@ class GroupCommit:
         stall_seconds: float = 0.025,
         overlap_seconds: float = 0.0005,
     ) -> None:
-        """``run`` commits a group in one transaction (the store's ``_pg_ops.append_group`` on a
+        """``run`` commits a group in one transaction (the store's ``_ops.append_group`` on a
         pooled connection, with its error handling)."""
         if in_flight < 1:
             raise ValueError(f"in_flight must be at least 1, not {in_flight}")

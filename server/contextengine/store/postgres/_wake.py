@@ -23,8 +23,8 @@ import logging
 import asyncpg
 
 from contextengine._compat import timeout
-from contextengine.store._pg_listen import ended
-from contextengine.store._pg_ops import CHANNEL
+from contextengine.store.postgres._listen import ended
+from contextengine.store.postgres._ops import CHANNEL
 
 __all__ = ["Waker"]
 

@@ -1,19 +1,19 @@
 """The PostgreSQL store's write transactions, one coroutine each, on a connection of the pool.
 
-A transaction of appends (the appends that waited together: ``_pg_group``) or a session
+A transaction of appends (the appends that waited together: ``_group``) or a session
 creation runs in four round trips whatever it changes: ``BEGIN`` with the advisory locks of what
-it changes (``_pg_write_locks``: taken before the transaction has an id), one statement reading
+it changes (``_write_locks``: taken before the transaction has an id), one statement reading
 what the plans need (each session's counter and state, the requested event ids already recorded,
 the users' and the apps' state it writes), one statement writing everything (the events with
-positions from the transaction's id, ``_pg_positions``, in the callers' order; each session's
+positions from the transaction's id, ``_positions``, in the callers' order; each session's
 counter, state and last position; the users' and the apps' state), and ``COMMIT``. Nothing
 shared by unrelated sessions is locked or written, so appends to different sessions commit
 concurrently, from one sidecar and from many.
 
 After the commit the transaction's changes go to its ``Committer``: those without a position (a
 deletion, a session created without shared state) are told to the commit listeners at once;
-positions are read back by the change feed once they are final (``_pg_feed``), and other sidecars
-are woken after the commit (``_pg_wake``). Deletions and configuration changes also notify other
+positions are read back by the change feed once they are final (``_feed``), and other sidecars
+are woken after the commit (``_wake``). Deletions and configuration changes also notify other
 sidecars inside their transaction (payloads: ``migrations/postgres/0001_init.sql`` and ``0005``).
 """
 
@@ -42,16 +42,16 @@ from contextengine.store._base import (
     SessionKey,
     StoredSession,
 )
-from contextengine.store._pg_group_plan import AppendRequest, Result, plan_group, shared_keys
-from contextengine.store._pg_positions import BASE
-from contextengine.store._pg_write_locks import (
+from contextengine.store._rows import dump_state, load_state
+from contextengine.store.postgres._group_plan import AppendRequest, Result, plan_group, shared_keys
+from contextengine.store.postgres._positions import BASE
+from contextengine.store.postgres._write_locks import (
     app_lock,
     session_lock,
     state_locks,
     transaction,
     user_lock,
 )
-from contextengine.store._sqlite_rows import dump_state, load_state
 from contextengine.v1 import config_pb2
 
 #: the NOTIFY channel of every store on a database
@@ -94,7 +94,7 @@ SELECT 'a', k.i::int, NULL, NULL, t.state, NULL
 FROM unnest($7::text[]) WITH ORDINALITY AS k(a, i) JOIN app_states t ON t.app_name = k.a
 """
 
-#: a transaction of appends' writes (``_pg_group_plan.GroupPlan``'s columns): the events at the
+#: a transaction of appends' writes (``_group_plan.GroupPlan``'s columns): the events at the
 #: transaction's positions in their order, each session's counter, time, state and last
 #: position, the users' and the apps' state
 _APPEND_GROUP = f"""
@@ -264,7 +264,7 @@ async def append_group(
 ) -> list[Result]:
     """Appends ``requests`` in one transaction, in their order; each gets its outcome or the
     error of its own plan (the others are written all the same). A database error fails them
-    all (the caller may then run them one by one: ``_pg_group``). ``committing`` is called as
+    all (the caller may then run them one by one: ``_group``). ``committing`` is called as
     the COMMIT is sent."""
     users, apps = shared_keys(requests)
     keys = list(dict.fromkeys(request.key for request in requests))

@@ -8,7 +8,7 @@ before the transaction has an id; its id is assigned at its first write, after e
 held, and the locks are released only after its commit is visible.
 
 So of two transactions that change one thing, the one that locked it first has the smaller
-transaction id, and positions (``_pg_positions``: transaction id first) follow the order in
+transaction id, and positions (``_positions``: transaction id first) follow the order in
 which each session, user state and app state was changed: a session's events are in sequence
 order by position, and replaying the state deltas of an app or a user in position order gives
 what the table holds. (A row lock could not give this: the first row lock assigns the id, and a
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: the advisory lock spaces (``classid`` of ``pg_advisory_xact_lock(int, int)``): "ce" + 2, 3, 4
-#: (``_pg_lock``'s compaction locks are "ce" + 1, held on other connections)
+#: (``_lock``'s compaction locks are "ce" + 1, held on other connections)
 SESSION_SPACE = 0x63650002
 USER_SPACE = 0x63650003
 APP_SPACE = 0x63650004

@@ -1,4 +1,5 @@
-"""How values are laid out in SQLite rows: JSON state text and event rows."""
+"""How values are laid out in rows, by the SQLite and the PostgreSQL store alike: JSON state text
+and event rows."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 
 from contextengine.store._base import SessionKey
-from contextengine.store._sqlite_writer import WriteTx
+from contextengine.store.sqlite._writer import WriteTx
 
 _SESSION_ID = "SELECT id FROM sessions WHERE app_name = ? AND user_id = ? AND session_id = ?"
 

@@ -8,7 +8,7 @@ the order (transaction id, then sequence number) that the PostgreSQL event store
 docs/design/concurrent-commits.md read in, packed into the one ``BIGINT`` every cursor already
 is. Nothing is locked to take one: concurrent transactions commit at once, in any order. (Two
 transactions that change one session, or one user's or app's state, take their ids in the order
-they change it: ``_pg_write_locks``.)
+they change it: ``_write_locks``.)
 
 Transactions commit in another order than their ids, so a reader must not pass a position whose
 transaction may still commit. ``BOUND`` is the first position a reader may not pass yet: the

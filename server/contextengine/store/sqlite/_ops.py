@@ -35,14 +35,14 @@ from contextengine.store._base import (
     SessionKey,
     StoredSession,
 )
-from contextengine.store._sqlite_rows import (
+from contextengine.store._rows import (
     EVENT_COLUMNS,
     dump_state,
     event_row,
     load_event,
     load_state,
 )
-from contextengine.store._sqlite_writer import SessionRow, WriteTx
+from contextengine.store.sqlite._writer import SessionRow, WriteTx
 from contextengine.v1 import config_pb2, event_pb2
 
 _INSERT_EVENT = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"

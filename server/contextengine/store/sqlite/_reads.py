@@ -14,7 +14,7 @@ from typing import Any
 from contextengine.core.errors import session_not_found
 from contextengine.core.state import merge_state
 from contextengine.store._base import EventFilter, LoggedEvent, SessionKey, StateAt, StoredSession
-from contextengine.store._sqlite_rows import load_event, load_state
+from contextengine.store._rows import load_event, load_state
 from contextengine.v1 import config_pb2, event_pb2
 
 #: a session row with its user's state; the app state is read once per call

@@ -4,13 +4,13 @@
 (``engine.open_store``). It keeps the ``EventStore`` contract of the SQLite store with several
 writers on several hosts, and without a lane they all share: a write transaction locks only what
 it changes (its session; the user's and the app's state when it writes them), before it takes
-its transaction id (``_pg_write_locks``), and its positions come from that id
-(``_pg_positions``), so appends to different sessions commit concurrently, from one sidecar and
+its transaction id (``_write_locks``), and its positions come from that id
+(``_positions``), so appends to different sessions commit concurrently, from one sidecar and
 from many. Readers stop below the oldest transaction still in flight, so they never pass a
 position that may still commit (docs/design/concurrent-commits.md,
 docs/adr/0013-concurrent-commits-on-postgresql.md). The schema is migrated once under an
-advisory lock (``_pg_migrations``); writes run in the transactions of ``_pg_ops``, reads in the
-snapshots of ``_pg_reads``, on an asyncpg pool; the change feed (``_pg_feed``) tells the commit
+advisory lock (``_migrations``); writes run in the transactions of ``_ops``, reads in the
+snapshots of ``_reads``, on an asyncpg pool; the change feed (``_feed``) tells the commit
 listeners every change, local or not, once it is final.
 
 Durability is the server's: a write is acknowledged after PostgreSQL committed it with the
@@ -23,9 +23,9 @@ While the database cannot be reached, calls fail with STORAGE_UNAVAILABLE (a ful
 STORAGE_FULL), one ERROR line is logged, the storage listeners hear of it, and a probe
 (``SELECT 1`` every ``probe_seconds``) tells them when it can be used again; the pool reconnects
 by itself. A busy database (a lock or statement timeout on the store's own connections,
-``_pg_timeouts``; no free pooled connection in time) fails the call with STORAGE_BUSY and leaves
-the health alone (``_pg_errors``). The DSN may hold a password: logs show it masked
-(``_pg_dsn.mask_dsn``).
+``_timeouts``; no free pooled connection in time) fails the call with STORAGE_BUSY and leaves
+the health alone (``_errors``). The DSN may hold a password: logs show it masked
+(``store._dsn.mask_dsn``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ import asyncpg
 from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
-from contextengine.store import _pg_measures as measures_table, _pg_ops as ops, _pg_reads as reads
 from contextengine.store._append import copy_event
 from contextengine.store._base import (
     AppendOutcome,
@@ -60,17 +59,18 @@ from contextengine.store._base import (
     StorageListener,
     StoredSession,
 )
+from contextengine.store._dsn import is_postgres_dsn, mask_dsn
 from contextengine.store._listeners import CommitListeners
-from contextengine.store._pg_dsn import is_postgres_dsn, mask_dsn
-from contextengine.store._pg_errors import busy, held_back, retryable, storage_error
-from contextengine.store._pg_feed import ChangeFeed
-from contextengine.store._pg_group import GroupCommit
-from contextengine.store._pg_group_plan import AppendRequest, Result
-from contextengine.store._pg_lock import CompactionLocks
-from contextengine.store._pg_migrations import load_migrations, migrate
-from contextengine.store._pg_positions import MAX_PER_TRANSACTION
-from contextengine.store._pg_timeouts import Timeouts
-from contextengine.store._pg_wake import Waker
+from contextengine.store.postgres import _measures as measures_table, _ops as ops, _reads as reads
+from contextengine.store.postgres._errors import busy, held_back, retryable, storage_error
+from contextengine.store.postgres._feed import ChangeFeed
+from contextengine.store.postgres._group import GroupCommit
+from contextengine.store.postgres._group_plan import AppendRequest, Result
+from contextengine.store.postgres._lock import CompactionLocks
+from contextengine.store.postgres._migrations import load_migrations, migrate
+from contextengine.store.postgres._positions import MAX_PER_TRANSACTION
+from contextengine.store.postgres._timeouts import Timeouts
+from contextengine.store.postgres._wake import Waker
 from contextengine.v1 import config_pb2, event_pb2
 
 T = TypeVar("T")
@@ -114,8 +114,8 @@ class PostgresStore:
         a probe checks whether it can again; ``connect_timeout``: the limit of one connection
         attempt (seconds); ``pool_timeout``: the longest a call waits for a free pooled
         connection (then STORAGE_BUSY); ``group_in_flight``: how many transactions of appends run
-        at once, each taking every append that waits (``_pg_group``; default: half the pool);
-        ``timeouts``: the limits set on every connection of the store (``_pg_timeouts``); ``telemetry`` is told of every write transaction
+        at once, each taking every append that waits (``_group``; default: half the pool);
+        ``timeouts``: the limits set on every connection of the store (``_timeouts``); ``telemetry`` is told of every write transaction
         (``store.commit`` spans, the commit duration metric), as with SQLite, of busy calls and
         of how long committed changes wait for an older transaction."""
         if not is_postgres_dsn(dsn):
@@ -152,9 +152,9 @@ class PostgresStore:
         self._origin = secrets.token_hex(8)
         self._closed = False
         self._config_listeners: list[ConfigListener] = []
-        #: every change of the database, in position order (``_pg_feed``); set while open
+        #: every change of the database, in position order (``_feed``); set while open
         self._feed: ChangeFeed | None = None
-        #: tells other sidecars after local commits (``_pg_wake``); set while open
+        #: tells other sidecars after local commits (``_wake``); set while open
         self._waker: Waker | None = None
         self._compaction_locks = CompactionLocks(dsn, connect_timeout=connect_timeout)
 
@@ -532,7 +532,7 @@ class PostgresStore:
     async def _append_group(
         self, requests: Sequence[AppendRequest], committing: Callable[[], None]
     ) -> list[Result]:
-        """One transaction of appends (``_pg_group``), run to its end however its callers go;
+        """One transaction of appends (``_group``), run to its end however its callers go;
         ``committing`` is called as its COMMIT is sent."""
         committer = self._committer()
         task = asyncio.ensure_future(
@@ -575,7 +575,7 @@ class PostgresStore:
 
     async def get_state(self, key: SessionKey) -> StateAt:
         """Read again (after 1 ms, doubling to 50 ms, the connection given back meanwhile)
-        until the state can be named at a position (``_pg_reads.state_if_exact``); STORAGE_BUSY
+        until the state can be named at a position (``_reads.state_if_exact``); STORAGE_BUSY
         after ``STATE_WAIT_SECONDS``."""
         pause = 0.001
         deadline = time.monotonic() + STATE_WAIT_SECONDS
@@ -634,7 +634,7 @@ class PostgresStore:
     async def page_token_key(self) -> bytes:
         return await self._run(reads.page_token_key, write=False)
 
-    # -- several sidecars on one database (``_pg_feed``, ``_pg_wake``, ``_pg_lock``) ----------
+    # -- several sidecars on one database (``_feed``, ``_wake``, ``_lock``) ----------
 
     @property
     def feed(self) -> ChangeFeed | None:
@@ -655,7 +655,7 @@ class PostgresStore:
             listener(change)
 
     def compaction_lock(self, key: SessionKey) -> AbstractAsyncContextManager[None]:
-        """A session-level advisory lock of the session (``_pg_lock``): one compaction of it
+        """A session-level advisory lock of the session (``_lock``): one compaction of it
         at a time on every sidecar of the database."""
         return self._compaction_locks.hold(key)
 

@@ -1,6 +1,6 @@
 """How long committed changes wait for an older transaction still in flight, told and explained.
 
-A reader passes no position whose transaction may still commit (``_pg_positions``): while a
+A reader passes no position whose transaction may still commit (``_positions``): while a
 transaction with a smaller id is open, changes committed after it wait, on every sidecar of the
 database. That is a delay, never a loss or a reordering; this module makes it visible. After each
 complete read the change feed says whether committed changes wait above the bound (``observe``,
@@ -11,7 +11,7 @@ passes them: their wait, so far, is reported to ``report`` (the store's metric
 from ``pg_stat_activity``) and logs one WARNING line naming it; when it ends, one INFO line says
 how long it lasted.
 
-The store bounds how long its own transactions stay open (``_pg_timeouts``); a foreign one (an
+The store bounds how long its own transactions stay open (``_timeouts``); a foreign one (an
 administrator's session, another application on the same cluster: transaction ids are the
 cluster's) holds delivery back until it commits or rolls back, which the WARNING line says.
 """

@@ -2,7 +2,7 @@
 
 A foreign transaction holding a lock, a statement that cannot finish, or one of this store's
 transactions left open (its sidecar stopped between two statements) must not hold a call, a
-pooled connection or the readers' bound (``_pg_positions``) for longer than a known time. So
+pooled connection or the readers' bound (``_positions``) for longer than a known time. So
 every connection the store opens (its pool, the change feed's reader, the waker) starts with:
 
 * ``lock_timeout``: the longest a statement waits for a lock (a row, an advisory lock, a

@@ -52,7 +52,7 @@ import aiosqlite
 from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.store._base import Change, SessionKey
-from contextengine.store._sqlite_conn import direct, run
+from contextengine.store.sqlite._conn import direct, run
 
 _LOG = logging.getLogger("contextengine.store")
 

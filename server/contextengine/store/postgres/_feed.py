@@ -8,20 +8,20 @@ cached. This feed brings every committed change with a position to those listene
 sidecar (docs/design/scaling-out.md).
 
 * **The table is the truth; readers stop at the bound.** Positions come from transaction ids
-  (``_pg_positions``) and commits finish in any order, so the feed reads the events (joined with
+  (``_positions``) and commits finish in any order, so the feed reads the events (joined with
   their session's key) and the sessions created with shared state after ``delivered``, the last
   position it told, and below the bound of the same statement's snapshot: every position there
   is final. It tells them in position order, one listener call per session and transaction (a
   transaction's positions are consecutive and share its id; a transaction of grouped appends,
-  ``_pg_group``, touches several sessions), and moves ``delivered`` to the bound minus one.
+  ``_group``, touches several sessions), and moves ``delivered`` to the bound minus one.
   Nothing below the bound can appear later, so nothing is skipped, and nothing at or below
   ``delivered`` is read again, so nothing is told twice. Local commits take the same way: their
   writer is answered at once, their listeners hear them once they are final (a few milliseconds
   later when no older transaction is in flight).
 * **Wake-ups.** A local commit that took positions wakes the feed (``committed``); another
-  sidecar's ``wake`` notification does too (``_pg_wake``, ``_pg_listen``). Reads are at least
+  sidecar's ``wake`` notification does too (``_wake``, ``_listen``). Reads are at least
   ``min_interval`` apart: under load one read covers many commits. While committed changes wait
-  above the bound (an older transaction is in flight: ``_pg_hold``) the feed reads again after
+  above the bound (an older transaction is in flight: ``_hold``) the feed reads again after
   5 ms, doubling to 200 ms, since a transaction that rolls back or is killed wakes nobody.
 * **Without a position**: a session deleted or created without shared state, here, is told at
   once (``tell``); another sidecar's deletion and configuration changes come as notifications
@@ -61,11 +61,11 @@ from contextengine.store._base import (
     SessionDeleted,
     SessionKey,
 )
-from contextengine.store._pg_errors import busy_cause, storage_error
-from contextengine.store._pg_hold import BLOCKER, HoldWatch, describe
-from contextengine.store._pg_listen import Listener, Notice, ended
-from contextengine.store._pg_positions import BOUND, transaction_of
-from contextengine.store._sqlite_rows import load_event, load_state
+from contextengine.store._rows import load_event, load_state
+from contextengine.store.postgres._errors import busy_cause, storage_error
+from contextengine.store.postgres._hold import BLOCKER, HoldWatch, describe
+from contextengine.store.postgres._listen import Listener, Notice, ended
+from contextengine.store.postgres._positions import BOUND, transaction_of
 
 __all__ = ["ChangeFeed"]
 

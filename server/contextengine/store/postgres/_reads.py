@@ -1,7 +1,7 @@
 """The PostgreSQL store's read queries, one coroutine each, on a connection of the pool.
 
 A query of more than one statement runs in one ``REPEATABLE READ READ ONLY`` transaction, so it
-sees one committed snapshot. Reads by position stop below the bound of ``_pg_positions`` (every
+sees one committed snapshot. Reads by position stop below the bound of ``_positions`` (every
 position below it is final), computed in the same statement's snapshot: a reader never passes a
 position whose transaction may still commit. ``last_position`` is that bound minus one.
 """
@@ -17,8 +17,8 @@ import asyncpg
 from contextengine.core.errors import session_not_found
 from contextengine.core.state import merge_state
 from contextengine.store._base import EventFilter, LoggedEvent, SessionKey, StateAt, StoredSession
-from contextengine.store._pg_positions import BOUND
-from contextengine.store._sqlite_rows import load_event, load_state
+from contextengine.store._rows import load_event, load_state
+from contextengine.store.postgres._positions import BOUND
 from contextengine.v1 import config_pb2, event_pb2
 
 _SESSION_COLUMNS = (

@@ -1,12 +1,12 @@
 """``SqliteStore``: the default event store, one SQLite file in WAL mode.
 
-One writer connection commits batches of concurrent writes (``_sqlite_writer``; with
+One writer connection commits batches of concurrent writes (``_writer``; with
 ``durability="normal"`` on the event loop's thread, its WAL checkpoints on a connection of their
 own); a separate read connection serves reads from committed snapshots. ``durability="normal"`` (``synchronous=NORMAL``)
 keeps every acknowledged write across a crash of the process (kill -9); ``"full"``
 (``synchronous=FULL``) also across a crash of the machine, at the cost of an fsync per commit.
 
-One process at a time: ``open`` takes an exclusive lock on ``<db>.lock`` (``_sqlite_lock``) and
+One process at a time: ``open`` takes an exclusive lock on ``<db>.lock`` (``_lock``) and
 fails with ``DatabaseLockedError`` while another process holds it. When the file cannot be
 written (disk full, I/O errors) writes fail with STORAGE_FULL / STORAGE_UNAVAILABLE, one ERROR
 line is logged, and the storage listeners hear of it, and hear again when a write succeeds.
@@ -29,12 +29,7 @@ import aiosqlite
 
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
-from contextengine.store import (
-    _secrets,
-    _sqlite_measures as measures_table,
-    _sqlite_ops as ops,
-    _sqlite_reads as reads,
-)
+from contextengine.store import _secrets
 from contextengine.store._append import copy_event
 from contextengine.store._base import (
     AppendOutcome,
@@ -48,10 +43,11 @@ from contextengine.store._base import (
     StoredSession,
 )
 from contextengine.store._listeners import CommitListeners
-from contextengine.store._migrations import load_migrations, migrate, schema_version
-from contextengine.store._sqlite_conn import ConnectionSettings, Durability, connect, run, settings
-from contextengine.store._sqlite_lock import DatabaseLock, DatabaseLockedError
-from contextengine.store._sqlite_writer import BatchWriter, WriteTx, storage_error
+from contextengine.store.sqlite import _measures as measures_table, _ops as ops, _reads as reads
+from contextengine.store.sqlite._conn import ConnectionSettings, Durability, connect, run, settings
+from contextengine.store.sqlite._lock import DatabaseLock, DatabaseLockedError
+from contextengine.store.sqlite._migrations import load_migrations, migrate, schema_version
+from contextengine.store.sqlite._writer import BatchWriter, WriteTx, storage_error
 from contextengine.v1 import config_pb2, event_pb2
 
 T = TypeVar("T")
@@ -111,7 +107,7 @@ class SqliteStore:
             return
         self._lock.acquire()
         # Commits that do not wait for the disk run on the event loop's thread, and the WAL's
-        # checkpoints, which do, on a connection of their own (``_sqlite_writer``).
+        # checkpoints, which do, on a connection of their own (``_writer``).
         direct = self._durability == "normal"
         checkpointer: aiosqlite.Connection | None = None
         try:

@@ -1,24 +1,21 @@
-"""Numbered PostgreSQL schema migrations (``migrations/postgres/NNNN_name.sql``) and their runner.
+"""The runner of the numbered PostgreSQL schema migrations
+(``store/migrations/postgres/NNNN_name.sql``).
 
-Like the SQLite ones (``_migrations``): ``schema_version`` has one row per applied migration and
-the schema's version is the highest. Several sidecars may start on one new database at the same
-moment, so the runner holds a session-level ``pg_advisory_lock`` (one fixed key) while it reads
-the version and applies what is missing, each migration in its own transaction: the first sidecar
-migrates, the others wait for the lock, then find nothing to do.
+Like the SQLite ones (``sqlite._migrations``): ``schema_version`` has one row per applied
+migration and the schema's version is the highest. Several sidecars may start on one new database
+at the same moment, so the runner holds a session-level ``pg_advisory_lock`` (one fixed key)
+while it reads the version and applies what is missing, each migration in its own transaction:
+the first sidecar migrates, the others wait for the lock, then find nothing to do.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
-from importlib import resources
 
 import asyncpg
 
-from contextengine.store._migrations import Migration
-
-_FILE_NAME = re.compile(r"^(\d{4})_\w+\.sql$")
+from contextengine.store._migrations import Migration, shipped_migrations
 
 #: the advisory lock key of migrations (any fixed 64-bit number; "ctxeng" in ASCII)
 MIGRATION_LOCK_KEY = 0x637478656E67
@@ -33,19 +30,7 @@ CREATE TABLE IF NOT EXISTS schema_version (
 
 def load_migrations() -> list[Migration]:
     """The migrations shipped in ``contextengine/store/migrations/postgres``, numbered 1, 2, ..."""
-    folder = resources.files("contextengine.store").joinpath("migrations").joinpath("postgres")
-    found: list[Migration] = []
-    for entry in folder.iterdir():
-        match = _FILE_NAME.match(entry.name)
-        if match:
-            found.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))
-    found.sort(key=lambda migration: migration.version)
-    for expected, migration in enumerate(found, start=1):
-        if migration.version != expected:
-            raise RuntimeError(
-                f"migration postgres/{migration.name} is out of order: expected {expected:04d}"
-            )
-    return found
+    return shipped_migrations("postgres")
 
 
 async def schema_version(conn: asyncpg.Connection) -> int:

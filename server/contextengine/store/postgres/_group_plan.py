@@ -1,6 +1,6 @@
 """Planning the appends of one PostgreSQL write transaction: several callers' appends at once.
 
-The store commits the appends that wait together in one transaction (``_pg_group``). This module
+The store commits the appends that wait together in one transaction (``_group``). This module
 is the pure part: given what the transaction read once its locks were held (each session's
 counter and state, the requested ids already recorded, the user's and the app's state), it plans
 each append in the order the callers came (``_append.plan_append``: idempotency, sequences,
@@ -21,8 +21,8 @@ from contextengine.core.errors import ContextEngineError, invalid, session_not_f
 from contextengine.core.state import JsonObject, apply_delta
 from contextengine.store._append import copy_event, plan_append
 from contextengine.store._base import AppendOutcome, SessionKey
-from contextengine.store._pg_positions import MAX_PER_TRANSACTION
-from contextengine.store._sqlite_rows import dump_state, load_event, load_state
+from contextengine.store._rows import dump_state, load_event, load_state
+from contextengine.store.postgres._positions import MAX_PER_TRANSACTION
 from contextengine.v1 import event_pb2
 
 __all__ = ["AppendRequest", "GroupPlan", "Result", "plan_group", "shared_keys"]

@@ -26,7 +26,7 @@ import asyncpg
 from contextengine._compat import timeout
 from contextengine.core.errors import ContextEngineError
 from contextengine.store._base import SessionKey
-from contextengine.store._pg_errors import storage_error
+from contextengine.store.postgres._errors import storage_error
 
 __all__ = ["CompactionLocks"]
 

@@ -24,8 +24,8 @@ import asyncpg
 
 from contextengine._compat import timeout
 from contextengine.store._base import SessionKey
-from contextengine.store._pg_dsn import mask_dsn
-from contextengine.store._pg_ops import CHANNEL
+from contextengine.store._dsn import mask_dsn
+from contextengine.store.postgres._ops import CHANNEL
 
 __all__ = ["Listener", "Notice", "ended", "parse"]
 
