@@ -24,7 +24,7 @@ from contextengine.version import __version__
 # use them: the console's commands (contextengine.console) never load them.
 if TYPE_CHECKING:
     from contextengine.config import Config, Setting
-    from contextengine.server import ServerSettings
+    from contextengine.settings import ServerSettings
 
 
 def _precedence() -> str:
@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(settings: ServerSettings) -> int:
     import sqlite3
 
-    from contextengine.server import run_server
+    from contextengine.process import run_server
     from contextengine.store import mask_dsn
     from contextengine.store.sqlite import DatabaseLockedError
 

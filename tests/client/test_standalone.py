@@ -47,8 +47,8 @@ async def call(target):
 print(json.dumps({
     "paths": [str(p) for p in contextengine.__path__],
     "client": contextengine.client.__file__,
-    "missing": [m for m in ("contextengine.core", "contextengine.server", "contextengine.engine",
-                            "contextengine.cli", "aiosqlite", "tiktoken", "google.genai")
+    "missing": [m for m in ("contextengine.core", "contextengine.settings",
+                            "contextengine.transport", "contextengine.engine", "contextengine.cli", "aiosqlite", "tiktoken", "google.genai")
                 if importlib.util.find_spec(m) is None],
     "loaded": sorted(m for m in sys.modules if m.startswith("contextengine.")
                      and not m.startswith(("contextengine.client", "contextengine.v1"))),
@@ -187,7 +187,8 @@ async def test_the_client_wheel_installs_and_works_without_the_server(tmp_path: 
     assert report["client"].startswith(str(site))
     assert report["missing"] == [
         "contextengine.core",
-        "contextengine.server",
+        "contextengine.settings",
+        "contextengine.transport",
         "contextengine.engine",
         "contextengine.cli",
         "aiosqlite",

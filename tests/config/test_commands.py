@@ -11,7 +11,7 @@ import pytest
 
 from contextengine import cli, config
 from contextengine._compat import tomllib
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 
 
 @pytest.fixture(autouse=True)

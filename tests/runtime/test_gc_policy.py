@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from contextengine.observability.metrics import GcCollector
 from contextengine.runtime.gc_policy import PAUSE_BUCKETS, GcPolicy
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 
 
 class Node:

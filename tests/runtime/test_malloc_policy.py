@@ -16,7 +16,7 @@ from contextengine.runtime.malloc_policy import (
     TRIM_THRESHOLD_BYTES,
     tune_malloc,
 )
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.v1 import content_pb2, event_pb2
 from tests.faults.sidecar import Sidecar
 from tests.service.helpers import text_event

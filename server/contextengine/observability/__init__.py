@@ -19,7 +19,7 @@ from opentelemetry import trace
 
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.engine import Engine
-from contextengine.observability.logs import JsonFormatter, LogFormat, use_log_format
+from contextengine.observability.logs import JsonFormatter, use_log_format
 from contextengine.observability.metrics import EngineCollector, GcCollector, Metrics
 from contextengine.observability.ops_server import Handler, OpsServer, parse_listen
 from contextengine.observability.rpc import SidecarRpcObserver
@@ -36,7 +36,6 @@ _LOG = logging.getLogger("contextengine.observability")
 __all__ = [
     "EngineCollector",
     "JsonFormatter",
-    "LogFormat",
     "Metrics",
     "Observability",
     "OpsServer",
