@@ -122,12 +122,10 @@ LAYERS = (
         ("settings", "inspector", "auth", "observability", "service", "engine", *_BELOW_ENGINE),
         modules=(f"{PACKAGE}.transport",),
     ),
-    # the sidecar as a process: the serve loop (signals, the event loop) over the transport
-    Layer(
-        "process",
-        (f"{PACKAGE}.process",),
-        ("transport", "settings", "observability", "runtime"),
-    ),
+    # the sidecar as a process: the serve loop (signals, the event loop) over the transport, and
+    # the process-wide tuning it applies (the garbage collector's policy, malloc's thresholds);
+    # observability reads the collector's pauses through its own protocol (GcSource)
+    Layer("process", (f"{PACKAGE}.process",), ("transport", "settings", "observability")),
     Layer(
         "cli",
         (),

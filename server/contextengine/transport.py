@@ -22,9 +22,8 @@ from contextengine.core.errors import ContextEngineError
 from contextengine.engine import Engine, open_engine
 from contextengine.inspector import PREFIX as INSPECTOR_PREFIX, Inspector
 from contextengine.memory.service import MemoryService
-from contextengine.observability import Observability
+from contextengine.observability import GcSource, Observability
 from contextengine.prompt_cache.service import PromptCache
-from contextengine.runtime.gc_policy import GcPolicy
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.service import generic_handler
 from contextengine.service.compaction_service import CompactionServicer
@@ -270,7 +269,7 @@ class ContextEngineServer:
             type(asyncio.get_running_loop()).__module__.partition(".")[0],
         )
 
-    def observe_gc(self, policy: GcPolicy) -> None:
+    def observe_gc(self, policy: GcSource) -> None:
         """Exposes the garbage collector's pauses and frozen objects in the metrics (when the
         operations port is on); ``serve`` installs the process's policy and calls this."""
         self._observability.watch_gc(policy)

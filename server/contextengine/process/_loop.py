@@ -12,8 +12,8 @@ import signal
 from pathlib import Path
 
 from contextengine.observability import use_log_format
-from contextengine.runtime.gc_policy import GcPolicy
-from contextengine.runtime.malloc_policy import tune_malloc
+from contextengine.process.gc_policy import GcPolicy
+from contextengine.process.malloc_policy import tune_malloc
 from contextengine.settings import ServerSettings
 from contextengine.transport import ContextEngineServer
 

@@ -1,4 +1,4 @@
-"""glibc's malloc thresholds (``runtime.malloc_policy``): what ``tune_malloc`` asks of
+"""glibc's malloc thresholds (``process.malloc_policy``): what ``tune_malloc`` asks of
 ``mallopt``, and the real ``contextengine serve`` (out of process, default log level) answering
 large grown contexts without faulting in fresh pages for each answer."""
 
@@ -11,7 +11,7 @@ import pytest
 from bench.proc import minor_faults
 
 from contextengine.client import ContextEngineClient
-from contextengine.runtime.malloc_policy import (
+from contextengine.process.malloc_policy import (
     MMAP_THRESHOLD_BYTES,
     TRIM_THRESHOLD_BYTES,
     tune_malloc,
