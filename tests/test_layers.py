@@ -152,7 +152,8 @@ LAYERS = (
     # not in the package (its conformance runner)
     Layer("client", (f"{PACKAGE}.client", "clients.python"), ()),
     # the operator's CLI (contextengine sessions|events|context|...; docs/design/console.md): a
-    # client of the sidecar, so the public client only (and the generated stubs)
+    # client of the sidecar, shipped by the client distribution (its `cli` extra), so the public
+    # client only (and the generated stubs)
     Layer("console", (f"{PACKAGE}.console",), ("client",)),
     # the ADK drop-ins' embedded backend: the one module of contextengine.adk over the engine
     Layer("adk.embedded", (), ("client", "engine", "core"), modules=(f"{PACKAGE}.adk._embedded",)),
