@@ -12,8 +12,8 @@ import pytest
 from hypothesis import settings
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ContextEngineServer
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from tests.pg_server import postgres_dsn, postgres_server
 
 __all__ = ["postgres_dsn", "postgres_server"]  # fixtures of every test module

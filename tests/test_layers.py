@@ -8,7 +8,8 @@ literal name. The rules:
 - core imports only core and the generated ``contextengine.v1`` (plus the standard library
   without I/O, ``google.protobuf`` and ``tiktoken``);
 - a module never imports a layer above its own (``LAYERS`` is the table of the ADR);
-- only the gRPC edge (servicers, transport, cli) and the client import grpc or a servicer;
+- only the gRPC edge (servicers, transport, cli) and the client import grpc or a servicer (the
+  settings do not: they are checked without it);
 - the client imports no server module;
 - a private module or name (a path segment starting with ``_``) is imported only from inside the
   package that holds it.
@@ -92,6 +93,11 @@ LAYERS = (
     # the transport's edge: tokens, the per-RPC authorization table, TLS, bind policy (core's
     # errors only; nothing of the engine)
     Layer("auth", (f"{PACKAGE}.auth",), ("root", "core")),
+    # the sidecar's settings (ServerSettings: the engine's and the transport's) and their checks,
+    # the edge's among them: data, no grpc (tests/test_startup_imports.py)
+    Layer(
+        "settings", (), ("root", "auth", "engine", *_BELOW_ENGINE), modules=(f"{PACKAGE}.settings",)
+    ),
     # thin servicers: the engine, and core's errors (nothing of the engine's parts); the handler
     # wrapper runs auth's check
     Layer("service", (f"{PACKAGE}.service",), ("auth", "engine", "core")),
@@ -100,7 +106,7 @@ LAYERS = (
     Layer(
         "observability",
         (f"{PACKAGE}.observability",),
-        ("root", "service", "engine", *_BELOW_ENGINE),
+        ("root", "service", "settings", "engine", *_BELOW_ENGINE),
     ),
     # the read-only session inspector in the browser (issue #21): JSON views and server-sent
     # events over the engine, served on the operations port, authorized by auth's table
@@ -109,16 +115,32 @@ LAYERS = (
         (f"{PACKAGE}.inspector",),
         ("observability", "service", "auth", "engine", *_BELOW_ENGINE),
     ),
+    # the gRPC transport: the servicers bound, health, reflection, TLS, graceful shutdown
     Layer(
-        "server",
+        "transport",
         (),
-        ("inspector", "auth", "observability", "service", "engine", *_BELOW_ENGINE),
-        modules=(f"{PACKAGE}.server",),
+        ("settings", "inspector", "auth", "observability", "service", "engine", *_BELOW_ENGINE),
+        modules=(f"{PACKAGE}.transport",),
     ),
+    # the sidecar as a process: the serve loop (signals, the event loop) over the transport, and
+    # the process-wide tuning it applies (the garbage collector's policy, malloc's thresholds);
+    # observability reads the collector's pauses through its own protocol (GcSource)
+    Layer("process", (f"{PACKAGE}.process",), ("transport", "settings", "observability")),
     Layer(
         "cli",
         (),
-        ("root", "server", "auth", "observability", "service", "engine", "console", *_BELOW_ENGINE),
+        (
+            "root",
+            "process",
+            "transport",
+            "settings",
+            "auth",
+            "observability",
+            "service",
+            "engine",
+            "console",
+            *_BELOW_ENGINE,
+        ),
         modules=(
             f"{PACKAGE}.cli",
             f"{PACKAGE}.config",
@@ -130,7 +152,8 @@ LAYERS = (
     # not in the package (its conformance runner)
     Layer("client", (f"{PACKAGE}.client", "clients.python"), ()),
     # the operator's CLI (contextengine sessions|events|context|...; docs/design/console.md): a
-    # client of the sidecar, so the public client only (and the generated stubs)
+    # client of the sidecar, shipped by the client distribution (its `cli` extra), so the public
+    # client only (and the generated stubs)
     Layer("console", (f"{PACKAGE}.console",), ("client",)),
     # the ADK drop-ins' embedded backend: the one module of contextengine.adk over the engine
     Layer("adk.embedded", (), ("client", "engine", "core"), modules=(f"{PACKAGE}.adk._embedded",)),
@@ -148,7 +171,7 @@ GRPC_LAYERS = frozenset(
         "auth",
         "service",
         "observability",
-        "server",
+        "transport",
         "cli",
         "client",
         "adk",
@@ -389,7 +412,7 @@ def test_the_trees_are_found() -> None:
     sources = discover()
     layers = {layer_of(name) for name in sources}
     assert len(sources) > 80
-    assert {"core", "core.context", "store", "runtime", "service", "server"} <= layers
+    assert {"core", "core.context", "store", "runtime", "service", "transport"} <= layers
     assert f"{PACKAGE}.core.context._rewind" in sources
     assert f"{PACKAGE}.client" in sources
     if any(CLIENT_ROOT.rglob("*.py")):

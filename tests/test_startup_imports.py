@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 #: modules no start-up may load (a name, or a package and everything under it)
 NOT_AT_START_UP = ("google.genai", "google.adk", "contextengine.testing")
@@ -41,33 +42,72 @@ def _loaded_after(code: str, banned: tuple[str, ...] = NOT_AT_START_UP) -> list[
 
 
 def test_importing_the_cli_and_the_server_loads_no_genai_adk_or_demo() -> None:
-    assert _loaded_after("import contextengine.cli, contextengine.server") == []
+    code = "import contextengine.cli, contextengine.process, contextengine.transport"
+    assert _loaded_after(code) == []
+
+
+#: the gRPC runtime and what is built on it
+GRPC = ("grpc", "grpc_health", "grpc_reflection", "grpc_status")
+
+
+def test_the_settings_and_loading_a_configuration_load_no_grpc() -> None:
+    """Settings are data and their checks: only the transport (contextengine.transport) and the
+    TLS credentials it builds load grpc."""
+    code = """
+    import contextengine.settings, contextengine.config
+    config = contextengine.config.load({"listen": "127.0.0.1:0"}, environ={})
+    assert config.settings.listen == "127.0.0.1:0"
+    """
+    assert _loaded_after(code, GRPC) == []
+
+
+def test_the_settings_check_tokens_without_grpc(tmp_path: Path) -> None:
+    """Bad token settings are refused, with the setting named, before grpc is loaded."""
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text("not toml [")
+    code = f"""
+    from contextengine.settings import ServerSettings
+    try:
+        ServerSettings(auth_tokens_file={str(tokens)!r})
+    except ValueError as error:
+        assert "auth_tokens_file" in str(error), error
+    else:
+        raise AssertionError("accepted")
+    ServerSettings(auth_token="secret")
+    """
+    assert _loaded_after(code, GRPC) == []
 
 
 def test_serve_help_loads_no_genai_adk_or_demo() -> None:
     code = """
     from contextengine.cli import main
-    try:
-        main(["serve", "--help"])
-    except SystemExit as exit:
-        assert exit.code == 0, exit.code
+    assert main(["serve", "--help"]) == 0
     """
     assert _loaded_after(code) == []
 
 
-#: what the operator console (contextengine.console) loads, which ``serve`` must not
-CONSOLE_ONLY = ("rich", "click", "contextengine.console", "contextengine.client")
+#: what the operator console (contextengine.console) loads, which ``serve`` must not (click is
+#: the whole command line's)
+CONSOLE_ONLY = ("rich", "contextengine.console", "contextengine.client")
 
 
-def test_serve_help_loads_neither_the_console_nor_rich_click_or_the_client() -> None:
+def test_serve_help_loads_neither_the_console_nor_rich_or_the_client() -> None:
     code = """
     from contextengine.cli import main
-    try:
-        main(["serve", "--help"])
-    except SystemExit as exit:
-        assert exit.code == 0, exit.code
+    assert main(["serve", "--help"]) == 0
     """
     assert _loaded_after(code, CONSOLE_ONLY) == []
+
+
+def test_the_command_list_loads_neither_the_console_nor_the_settings() -> None:
+    """``contextengine --help`` lists every command from the help lines ``cli`` holds."""
+    code = """
+    from contextengine.cli import main
+    assert main(["--help"]) == 0
+    assert main(["config", "--help"]) == 0
+    """
+    server = ("contextengine.settings", "contextengine.config", "pydantic")
+    assert _loaded_after(code, CONSOLE_ONLY + server) == []
 
 
 def test_a_console_command_loads_no_server_module() -> None:
@@ -76,7 +116,14 @@ def test_a_console_command_loads_no_server_module() -> None:
     from contextengine.cli import main
     assert main(["sessions", "list", "--help"]) == 0
     """
-    server = ("contextengine.server", "contextengine.config", "contextengine.engine", "pydantic")
+    server = (
+        "contextengine.settings",
+        "contextengine.transport",
+        "contextengine.process",
+        "contextengine.config",
+        "contextengine.engine",
+        "pydantic",
+    )
     assert _loaded_after(code, server) == []
 
 

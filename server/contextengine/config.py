@@ -1,4 +1,4 @@
-"""The sidecar's configuration: the :class:`~contextengine.server.ServerSettings` a process runs
+"""The sidecar's configuration: the :class:`~contextengine.settings.ServerSettings` a process runs
 with, from four sources with one precedence rule (highest first):
 
 1. ``contextengine serve`` flags (``--max-request-bytes 1048576``);
@@ -35,7 +35,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from contextengine._compat import tomllib
 from contextengine.core.setting import SETTING_KEY, SettingInfo
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 
 __all__ = [
     "CONFIG_ENV",

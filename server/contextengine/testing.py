@@ -12,7 +12,8 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from contextengine.compaction.compactor import SummarizerFactory
-from contextengine.server import MEMORY_DB, ContextEngineServer, ServerSettings
+from contextengine.settings import MEMORY_DB, ServerSettings
+from contextengine.transport import ContextEngineServer
 
 
 @asynccontextmanager

@@ -14,7 +14,7 @@ from google.protobuf import descriptor, message, message_factory
 from google.rpc import error_details_pb2, status_pb2
 
 from contextengine.auth import hash_token
-from contextengine.server import SERVICES
+from contextengine.transport import SERVICES
 from contextengine.v1 import subscription_service_pb2 as spb
 
 #: what the brief (issue #19) says each RPC needs, written independently of the server's table

@@ -10,7 +10,7 @@ import pytest
 
 from contextengine.adk import ContextEngineSessionService, sidecar_backend
 from contextengine.client import RpcError
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from tests.auth import certs
 from tests.auth.helpers import Token, write_tokens

@@ -14,8 +14,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from tests.auth.helpers import Token, call, methods, reason_of, request, short, write_tokens
 
 SECRET = "s3cret-token-value-never-logged"

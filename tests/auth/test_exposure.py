@@ -17,8 +17,9 @@ import pytest
 
 from contextengine.auth import is_local_address
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
+from contextengine.transport import server_edge
 from tests.faults.sidecar import Sidecar
 
 LOCAL = ["127.0.0.1:0", "127.8.9.10:50151", "localhost:1", "[::1]:50151", "unix:/tmp/x.sock"]
@@ -95,7 +96,7 @@ def test_an_unknown_group_is_refused() -> None:
         listen="unix:/tmp/x.sock", unix_socket_group="no-such-group-contextengine"
     )
     with pytest.raises(ValueError, match="not a group of this host"):
-        settings.edge()
+        server_edge(settings)
 
 
 async def test_serve_refuses_a_public_address_with_one_line(tmp_path: Path) -> None:

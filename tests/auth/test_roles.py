@@ -15,8 +15,9 @@ import pytest
 
 from contextengine.auth import RULES
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import subscription_service_pb2 as spb
 from tests.auth.helpers import (
     EXPECTED_ROLE,

@@ -10,8 +10,9 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from tests.auth import certs
 
 TOKEN = "tls-test-token"

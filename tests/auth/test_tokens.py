@@ -150,7 +150,7 @@ async def test_the_token_file_is_followed(tmp_path: Path, monkeypatch: pytest.Mo
     longer loads keeps the previous tokens."""
     from contextengine.auth import _tokens
     from contextengine.client import ContextEngineClient, RpcError
-    from contextengine.server import ServerSettings
+    from contextengine.settings import ServerSettings
     from contextengine.testing import start_local_server
     from tests.auth.helpers import Token, write_tokens
 

@@ -47,8 +47,8 @@ async def call(target):
 print(json.dumps({
     "paths": [str(p) for p in contextengine.__path__],
     "client": contextengine.client.__file__,
-    "missing": [m for m in ("contextengine.core", "contextengine.server", "contextengine.engine",
-                            "contextengine.cli", "aiosqlite", "tiktoken", "google.genai")
+    "missing": [m for m in ("contextengine.core", "contextengine.settings",
+                            "contextengine.transport", "contextengine.engine", "contextengine.cli", "aiosqlite", "tiktoken", "google.genai")
                 if importlib.util.find_spec(m) is None],
     "loaded": sorted(m for m in sys.modules if m.startswith("contextengine.")
                      and not m.startswith(("contextengine.client", "contextengine.v1"))),
@@ -129,21 +129,30 @@ async def test_the_client_wheel_installs_and_works_without_the_server(tmp_path: 
         CLIENT,
     )
     (wheel,) = wheels.glob("contextengine_client-*.whl")
-    requirements = _requirements(wheel)
+    every = _requirements(wheel)
+    # the console's (contextengine.console) behind the `cli` extra; the rest is the client's own
+    requirements = [r for r in every if r.marker is None]
     assert sorted(r.name for r in requirements) == [
         "googleapis-common-protos",
         "grpcio",
         "grpcio-status",
         "protobuf",
     ]
-    assert all(r.specifier and all(s.operator != "==" for s in r.specifier) for r in requirements)
+    extras = [r for r in every if r.marker is not None]
+    assert sorted(r.name for r in extras) == ["click", "pyyaml", "rich"]
+    assert all(r.marker is not None and r.marker.evaluate({"extra": "cli"}) for r in extras)
+    assert all(r.specifier and all(s.operator != "==" for s in r.specifier) for r in every)
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         meta = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "Requires-Python: >=3.10" in meta.splitlines()
     # The namespace package stays one: neither distribution ships contextengine/__init__.py.
     assert "contextengine/__init__.py" not in names
-    assert {n.split("/")[1] for n in names if n.startswith("contextengine/")} == {"client", "v1"}
+    assert {n.split("/")[1] for n in names if n.startswith("contextengine/")} == {
+        "client",
+        "console",
+        "v1",
+    }
 
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv)
@@ -187,7 +196,8 @@ async def test_the_client_wheel_installs_and_works_without_the_server(tmp_path: 
     assert report["client"].startswith(str(site))
     assert report["missing"] == [
         "contextengine.core",
-        "contextengine.server",
+        "contextengine.settings",
+        "contextengine.transport",
         "contextengine.engine",
         "contextengine.cli",
         "aiosqlite",

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.v1 import content_pb2, event_pb2
 from tests.config.serving import START_TIMEOUT, environment, serving
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from contextengine import cli, config
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 
 SERVE = ["serve"]
 

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
-from contextengine.server import ContextEngineServer
+from contextengine.transport import ContextEngineServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT / "clients" / "conformance"

@@ -21,7 +21,7 @@ from types import ModuleType
 import pytest
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from tests.fakes.gemini_server import GENERATE_CONTENT, default_summary_text, start_fake_gemini
 

@@ -19,9 +19,10 @@ from grpc_status import rpc_status
 import contextengine.engine as engine_module
 from contextengine.core.errors import Code
 from contextengine.engine import ContextEngineError, Engine, EngineSettings, open_engine
-from contextengine.server import SERVICES, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.store.sqlite import DatabaseLockedError
 from contextengine.testing import start_local_server
+from contextengine.transport import SERVICES
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     compaction_service_pb2_grpc,

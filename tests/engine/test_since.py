@@ -18,8 +18,8 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ContextEngineServer
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import (
     content_pb2,
     context_service_pb2 as cpb,

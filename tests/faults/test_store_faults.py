@@ -20,11 +20,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.core.errors import Code, ContextEngineError
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.store import EventFilter, SessionKey
 from contextengine.store.sqlite import DatabaseLockedError, SqliteStore
 from contextengine.store.sqlite._lock import DatabaseLock
 from contextengine.store.sqlite._writer import WriteTx, storage_error
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import event_pb2
 from tests.service.helpers import text_event
 

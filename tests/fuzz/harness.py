@@ -32,7 +32,7 @@ from google.rpc import error_details_pb2, status_pb2
 from contextengine.compaction.summarizers.extractive import ExtractiveSummarizer
 from contextengine.core.errors import DOMAIN, REASON_CODES
 from contextengine.core.structs import dict_to_struct
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.v1 import (
     compaction_service_pb2 as cpb,

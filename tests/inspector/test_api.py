@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import config_pb2, event_pb2
 from tests.inspector.helpers import (
     ADMIN,

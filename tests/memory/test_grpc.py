@@ -12,9 +12,10 @@ import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.store import SessionKey, is_postgres_dsn
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import (
     config_pb2,
     memory_service_pb2 as pb,

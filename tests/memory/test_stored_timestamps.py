@@ -9,8 +9,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.memory.preload import format_timestamp
-from contextengine.server import ContextEngineServer
 from contextengine.store import SessionKey
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import config_pb2
 from tests.service.helpers import text_event
 

@@ -18,8 +18,9 @@ from contextengine.compaction.summarizers.summarizer import (
     Summary,
     SummaryInput,
 )
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.store import EventStore
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import config_pb2, content_pb2
 
 #: metric name (as exposed, with _total / _count / _sum) -> {frozenset(labels): value}

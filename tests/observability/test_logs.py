@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.observability import JsonFormatter, use_log_format
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from tests.observability.helpers import sidecar
 from tests.service.helpers import text_event
 

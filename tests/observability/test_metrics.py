@@ -16,7 +16,7 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.store import SessionKey
 from contextengine.subscriptions.broadcaster import EndReason, session_route
 from contextengine.v1 import (

@@ -15,10 +15,11 @@ import httpx
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.store import WriteTx
 from contextengine.store.memory import MemoryStore
 from contextengine.store.sqlite import SqliteStore
+from contextengine.transport import ContextEngineServer
 from tests.faults.sidecar import Sidecar
 from tests.observability.helpers import Samples, http_get, scrape, sidecar, value
 from tests.service.helpers import text_event

@@ -10,7 +10,8 @@ import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
+from contextengine.transport import ContextEngineServer
 from tests.service.helpers import text_event
 
 

@@ -24,7 +24,8 @@ from typing import Any
 
 from contextengine.client import ContextEngineClient
 from contextengine.core.context import ContextOptions, IncludeContents
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
 
 from .context_compare import Outcome, outcome_of_call

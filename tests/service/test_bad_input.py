@@ -16,7 +16,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from contextengine.core import page_tokens
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.store import SqliteStore
 from contextengine.testing import start_local_server
 from contextengine.v1 import (

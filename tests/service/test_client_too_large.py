@@ -14,8 +14,9 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from tests.service.helpers import text_event
 
 LIMIT = 64 * 1024

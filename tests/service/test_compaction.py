@@ -23,9 +23,10 @@ from contextengine.compaction.summarizers.summarizer import (
     Summary,
     SummaryInput,
 )
-from contextengine.server import MEMORY_DB, ContextEngineServer, ServerSettings
+from contextengine.settings import MEMORY_DB, ServerSettings
 from contextengine.store import SessionKey
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     config_pb2,

@@ -18,8 +18,8 @@ from pydantic import TypeAdapter
 
 from contextengine.client import ContextEngineClient, ContextTools, RpcError, struct_json
 from contextengine.core.structs import dict_to_struct
-from contextengine.server import ContextEngineServer
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     config_pb2,

@@ -111,7 +111,7 @@ async def test_a_sole_writer_store_is_asked_for_a_head_once() -> None:
 
 async def test_a_dropped_session_is_freed_by_reference_counts_alone() -> None:
     # No reference cycle may hold a dropped session's log or token counter: the sidecar
-    # freezes what survives full collections (runtime.gc_policy), so only reference counts free
+    # freezes what survives full collections (process.gc_policy), so only reference counts free
     # what the cache held (a cycle would wait for the next thaw, up to an hour). The counter is
     # what made one (its callback held it).
     _store, cache = await _opened(1, 2, 3)

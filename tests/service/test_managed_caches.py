@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb
 from tests.fakes.gemini_server import (

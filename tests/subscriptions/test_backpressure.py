@@ -14,10 +14,11 @@ import pytest
 
 from contextengine import cli
 from contextengine.client import ContextEngineClient
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.store import LoggedEvent, SessionKey
 from contextengine.subscriptions.frames import EventFrames
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import subscription_service_pb2 as spb, subscription_service_pb2_grpc
 
 from .helpers import (

@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.subscriptions.frames import encode_batch
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import subscription_service_pb2 as spb, subscription_service_pb2_grpc
 
 from .helpers import (

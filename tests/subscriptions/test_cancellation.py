@@ -9,10 +9,10 @@ import gc
 from collections.abc import AsyncGenerator
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ContextEngineServer
 from contextengine.subscriptions.broadcaster import Subscription
 from contextengine.subscriptions.event_stream import EventStream
 from contextengine.subscriptions.state_stream import StateStream
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import subscription_service_pb2 as spb
 
 from .helpers import APP, SESSION, USER, eventually, message

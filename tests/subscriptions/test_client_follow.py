@@ -11,7 +11,7 @@ import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.client._resumable import FollowPolicy, follow, is_resumable
-from contextengine.server import ContextEngineServer
+from contextengine.transport import ContextEngineServer
 
 from .helpers import APP, SESSION, USER, kind, take
 

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 import pytest
 
 from contextengine.client import ContextEngineClient
-from contextengine.server import ContextEngineServer
 from contextengine.store import Change, LoggedEvent, MemoryStore, SessionDeleted, SessionKey
 from contextengine.subscriptions.broadcaster import (
     Batch,
@@ -26,6 +25,7 @@ from contextengine.subscriptions.broadcaster import (
 )
 from contextengine.subscriptions.frames import EventFrames, commit_run, encode_batch
 from contextengine.subscriptions.pacing import LivePacer, thread_demand
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import subscription_service_pb2 as spb, subscription_service_pb2_grpc
 
 from .helpers import (

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from contextengine import cli
-from contextengine.server import ContextEngineServer, ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
+from contextengine.transport import ContextEngineServer
 
 SERVE = ["serve", "--db", ":memory:"]
 

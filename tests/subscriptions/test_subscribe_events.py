@@ -7,7 +7,7 @@ import contextlib
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
-from contextengine.server import ContextEngineServer
+from contextengine.transport import ContextEngineServer
 from contextengine.v1 import content_pb2, event_pb2, subscription_service_pb2 as spb
 
 from .helpers import APP, SESSION, USER, count_events, has_kind, kind, message, sequences, take

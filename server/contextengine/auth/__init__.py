@@ -15,7 +15,7 @@ token). See ``docs/security.md`` for the trust model.
 from __future__ import annotations
 
 from contextengine.auth._authorizer import Authorizer, current_grant
-from contextengine.auth._edge import Edge, build_edge, check_edge_settings
+from contextengine.auth._edge import Edge, build_edge, check_edge_files, check_edge_settings
 from contextengine.auth._exposure import apply_socket_permissions, is_local_address, socket_umask
 from contextengine.auth._rules import RULES, Rule, Target
 from contextengine.auth._tokens import Grant, Role, TokenTable, hash_token, load_token_file
@@ -31,6 +31,7 @@ __all__ = [
     "TokenTable",
     "apply_socket_permissions",
     "build_edge",
+    "check_edge_files",
     "check_edge_settings",
     "current_grant",
     "hash_token",

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-import grpc
+from typing import TYPE_CHECKING
 
 from contextengine.auth._authorizer import Authorizer
 from contextengine.auth._exposure import exposure_problem, group_id, parse_mode
-from contextengine.auth._tls import server_credentials
+from contextengine.auth._tls import check_pem_files, server_credentials
 from contextengine.auth._tokens import TokenTable
 
-__all__ = ["Edge", "build_edge", "check_edge_settings"]
+# Only building the credentials needs grpc (``server_credentials`` imports it): the checks the
+# settings run do not load it (tests/test_startup_imports.py).
+if TYPE_CHECKING:
+    import grpc
+
+__all__ = ["Edge", "build_edge", "check_edge_files", "check_edge_settings"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,23 @@ def check_edge_settings(
     problem = exposure_problem(listen, tokens=tokens, mtls=bool(client_ca_file), insecure=insecure)
     if problem is not None:
         raise ValueError(problem)
+
+
+def check_edge_files(
+    *,
+    tokens_file: str,
+    token: str,
+    cert_file: str,
+    key_file: str,
+    client_ca_file: str,
+    unix_socket_group: str,
+) -> None:
+    """What :func:`build_edge` reads, read and checked without building anything (no grpc):
+    ValueError naming the setting when a token or certificate file, or the group, is unusable."""
+    TokenTable.from_settings(tokens_file, token)
+    if cert_file:
+        check_pem_files(cert_file, key_file, client_ca_file)
+    group_id(unix_socket_group)
 
 
 def build_edge(

@@ -15,11 +15,14 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import grpc
+# grpc is imported where credentials are made: checking the files (``check_pem_files``, which
+# the settings run) must not load it (tests/test_startup_imports.py).
+if TYPE_CHECKING:
+    import grpc
 
-__all__ = ["server_credentials"]
+__all__ = ["check_pem_files", "server_credentials"]
 
 _LOG = logging.getLogger("contextengine.auth")
 
@@ -32,6 +35,22 @@ def _read(path: str, setting: str) -> bytes:
     if b"-----BEGIN" not in data:
         raise ValueError(f"{setting} {path!r} is not a PEM file")
     return data
+
+
+def _read_all(
+    cert_file: str, key_file: str, client_ca_file: str
+) -> tuple[bytes, bytes, bytes | None]:
+    """The certificate chain, the key and the client CA (None without one), read and checked."""
+    chain = _read(cert_file, "tls_cert_file")
+    key = _read(key_file, "tls_key_file")
+    ca = _read(client_ca_file, "tls_client_ca_file") if client_ca_file else None
+    return chain, key, ca
+
+
+def check_pem_files(cert_file: str, key_file: str, client_ca_file: str = "") -> None:
+    """ValueError naming the setting when one of the files cannot be read or is not PEM (what
+    ``server_credentials`` checks first, without grpc)."""
+    _read_all(cert_file, key_file, client_ca_file)
 
 
 def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
@@ -60,9 +79,9 @@ class _Reloader:
         self.initial = self._load()
 
     def _load(self) -> grpc.ServerCertificateConfiguration:
-        chain = _read(self._cert_file, "tls_cert_file")
-        key = _read(self._key_file, "tls_key_file")
-        ca = _read(self._ca_file, "tls_client_ca_file") if self._ca_file else None
+        import grpc
+
+        chain, key, ca = _read_all(self._cert_file, self._key_file, self._ca_file)
         return grpc.ssl_server_certificate_configuration([(key, chain)], root_certificates=ca)
 
     def __call__(self) -> grpc.ServerCertificateConfiguration | None:
@@ -87,6 +106,8 @@ def server_credentials(
 ) -> grpc.ServerCredentials:
     """TLS credentials serving ``cert_file``/``key_file``; with ``client_ca_file``, mutual TLS:
     every client must present a certificate that CA signed."""
+    import grpc
+
     if not cert_file or not key_file:
         raise ValueError("tls_cert_file and tls_key_file are set together")
     reloader = _Reloader(cert_file, key_file, client_ca_file)

@@ -142,7 +142,7 @@ class RememberingCounter:
     for its owner to persist, and ``on_measured`` (when set) is called with the counter after
     each ``measure_contents`` that measured something (given the counter, the callback need not
     hold it: an owner that drops the counter leaves no reference cycle behind, which a frozen
-    garbage collector would keep; ``runtime.gc_policy``)."""
+    garbage collector would keep; ``process.gc_policy``)."""
 
     def __init__(
         self,

@@ -1,7 +1,7 @@
 """The context engine in process: one :class:`Engine` over the store, the runtime state,
 compaction, prompt caching, memory and subscriptions, made by :func:`open_engine`.
 
-The sidecar (``contextengine.server``) serves exactly this object over gRPC; a Python program can
+The sidecar (``contextengine.transport``) serves exactly this object over gRPC; a Python program can
 use it directly, with the same semantics and the same errors (:class:`ContextEngineError`, whose
 ``reason`` is the ErrorInfo reason a gRPC caller would get)::
 

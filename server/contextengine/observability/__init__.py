@@ -19,13 +19,12 @@ from opentelemetry import trace
 
 from contextengine.core.telemetry import NO_TELEMETRY, Telemetry
 from contextengine.engine import Engine
-from contextengine.observability.logs import JsonFormatter, LogFormat, use_log_format
-from contextengine.observability.metrics import EngineCollector, GcCollector, Metrics
+from contextengine.observability.logs import JsonFormatter, use_log_format
+from contextengine.observability.metrics import EngineCollector, GcCollector, GcSource, Metrics
 from contextengine.observability.ops_server import Handler, OpsServer, parse_listen
 from contextengine.observability.rpc import SidecarRpcObserver
 from contextengine.observability.telemetry import SidecarTelemetry
 from contextengine.observability.tracing import otlp_provider
-from contextengine.runtime.gc_policy import GcPolicy
 from contextengine.version import __version__
 
 if TYPE_CHECKING:
@@ -35,8 +34,8 @@ _LOG = logging.getLogger("contextengine.observability")
 
 __all__ = [
     "EngineCollector",
+    "GcSource",
     "JsonFormatter",
-    "LogFormat",
     "Metrics",
     "Observability",
     "OpsServer",
@@ -111,7 +110,7 @@ class Observability:
             self._collector = EngineCollector(engine)
             self.metrics.registry.register(self._collector)
 
-    def watch_gc(self, policy: GcPolicy) -> None:
+    def watch_gc(self, policy: GcSource) -> None:
         """Exposes the garbage collector's collections, pauses and frozen objects."""
         if self.metrics is not None and self._gc_collector is None:
             self._gc_collector = GcCollector(policy)

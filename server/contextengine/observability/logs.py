@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timezone
-from typing import Literal
 
-__all__ = ["JsonFormatter", "LogFormat", "use_log_format"]
+from contextengine.settings import LogFormat
 
-LogFormat = Literal["text", "json"]
+__all__ = ["JsonFormatter", "use_log_format"]
 
 
 class JsonFormatter(logging.Formatter):

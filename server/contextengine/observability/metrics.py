@@ -14,6 +14,7 @@ Three sources feed them:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import (
@@ -25,10 +26,16 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from contextengine.engine import Engine
-from contextengine.runtime.gc_policy import PAUSE_BUCKETS, GcPolicy
 from contextengine.store import Change, LoggedEvent
 
-__all__ = ["BUSY_CAUSES", "EngineCollector", "GcCollector", "Metrics"]
+__all__ = [
+    "BUSY_CAUSES",
+    "EngineCollector",
+    "GcCollector",
+    "GcSource",
+    "GenerationPauses",
+    "Metrics",
+]
 
 #: the causes of STORAGE_BUSY (errors.proto), shown at 0 from the start
 BUSY_CAUSES = (
@@ -210,11 +217,47 @@ class EngineCollector(Collector):
         )
 
 
+class GenerationPauses(Protocol):
+    """One generation's collections and their pauses so far."""
+
+    @property
+    def collections(self) -> int: ...
+
+    @property
+    def pause_seconds(self) -> float: ...
+
+    @property
+    def buckets(self) -> Sequence[int]:
+        """Per bound of ``GcSource.pause_buckets``, the pauses at most that long (cumulative)."""
+        ...
+
+
+class GcSource(Protocol):
+    """What the garbage collector's metrics read when scraped: the process's policy
+    (``contextengine.process.gc_policy.GcPolicy``, which sits above this layer) has it."""
+
+    @property
+    def pause_buckets(self) -> Sequence[float]:
+        """The upper bounds of the pause histogram's buckets, seconds (+Inf not included)."""
+        ...
+
+    @property
+    def stats(self) -> Sequence[GenerationPauses]:
+        """By generation, youngest first."""
+        ...
+
+    @property
+    def frozen_objects(self) -> int: ...
+
+    @property
+    def thaws(self) -> int: ...
+
+
 class GcCollector(Collector):
     """The garbage collector's collections and pauses by generation, and what is frozen, read
-    from the process's :class:`GcPolicy` when scraped."""
+    from the process's garbage-collector policy (a :class:`GcSource`) when scraped."""
 
-    def __init__(self, policy: GcPolicy) -> None:
+    def __init__(self, policy: GcSource) -> None:
         self._policy = policy
 
     def collect(self) -> Iterator[Metric]:
@@ -228,7 +271,7 @@ class GcCollector(Collector):
         for generation, stats in enumerate(policy.stats):
             buckets = [
                 (str(bound), count)
-                for bound, count in zip(PAUSE_BUCKETS, stats.buckets, strict=True)
+                for bound, count in zip(policy.pause_buckets, stats.buckets, strict=True)
             ]
             buckets.append(("+Inf", stats.collections))
             pauses.add_metric([str(generation)], buckets, stats.pause_seconds)

@@ -1,7 +1,7 @@
 """The gRPC edge: servicers that translate messages and map errors, and nothing else.
 
 ``generic_handler`` (the shared handler wrapper: size limit, error mapping, logging) is what
-the transport (``contextengine.server``) registers the servicers with.
+the transport (``contextengine.transport``) registers the servicers with.
 """
 
 from __future__ import annotations

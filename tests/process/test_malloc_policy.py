@@ -1,4 +1,4 @@
-"""glibc's malloc thresholds (``runtime.malloc_policy``): what ``tune_malloc`` asks of
+"""glibc's malloc thresholds (``process.malloc_policy``): what ``tune_malloc`` asks of
 ``mallopt``, and the real ``contextengine serve`` (out of process, default log level) answering
 large grown contexts without faulting in fresh pages for each answer."""
 
@@ -11,12 +11,12 @@ import pytest
 from bench.proc import minor_faults
 
 from contextengine.client import ContextEngineClient
-from contextengine.runtime.malloc_policy import (
+from contextengine.process.malloc_policy import (
     MMAP_THRESHOLD_BYTES,
     TRIM_THRESHOLD_BYTES,
     tune_malloc,
 )
-from contextengine.server import ServerSettings
+from contextengine.settings import ServerSettings
 from contextengine.v1 import content_pb2, event_pb2
 from tests.faults.sidecar import Sidecar
 from tests.service.helpers import text_event

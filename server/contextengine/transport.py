@@ -1,41 +1,29 @@
-"""Builds, starts and stops the gRPC sidecar: services, health, reflection, graceful shutdown."""
+"""The gRPC transport: :class:`ContextEngineServer` builds, starts and stops one sidecar (the
+engine behind the servicers, health, reflection, TLS and tokens, graceful shutdown).
+
+Its settings are :class:`~contextengine.settings.ServerSettings`; the process around it (signals,
+the garbage collector, malloc, the event loop) is ``contextengine.process``.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import gc
-import importlib.util
 import logging
-import signal
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Annotated, Literal
 
 import grpc
-from annotated_types import Ge, Gt, Le
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry.trace import TracerProvider
 
-from contextengine.auth import (
-    Edge,
-    apply_socket_permissions,
-    build_edge,
-    check_edge_settings,
-    is_local_address,
-    socket_umask,
-)
+from contextengine.auth import Edge, apply_socket_permissions, build_edge, socket_umask
 from contextengine.compaction.compactor import Compactor, SummarizerFactory
 from contextengine.core.errors import ContextEngineError
-from contextengine.core.setting import setting
-from contextengine.engine import DEFAULT_DB, MEMORY_DB, Engine, EngineSettings, open_engine
+from contextengine.engine import Engine, open_engine
 from contextengine.inspector import PREFIX as INSPECTOR_PREFIX, Inspector
 from contextengine.memory.service import MemoryService
-from contextengine.observability import LogFormat, Observability, use_log_format
+from contextengine.observability import GcSource, Observability
 from contextengine.prompt_cache.service import PromptCache
-from contextengine.runtime.gc_policy import GcPolicy
-from contextengine.runtime.malloc_policy import tune_malloc
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.service import generic_handler
 from contextengine.service.compaction_service import CompactionServicer
@@ -44,6 +32,7 @@ from contextengine.service.context_tools_service import ContextToolsServicer
 from contextengine.service.memory_service import MemoryServicer
 from contextengine.service.session_service import SessionServicer
 from contextengine.service.subscription_service import SubscriptionServicer
+from contextengine.settings import ServerSettings
 from contextengine.store import EventStore, mask_dsn
 from contextengine.subscriptions.broadcaster import Broadcaster
 from contextengine.v1 import (
@@ -57,18 +46,7 @@ from contextengine.v1 import (
 
 _LOG = logging.getLogger("contextengine.server")
 
-DEFAULT_PORT = 50151
-DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
-__all__ = [
-    "DEFAULT_DB",
-    "DEFAULT_LISTEN",
-    "DEFAULT_PORT",
-    "MEMORY_DB",
-    "SERVICES",
-    "ContextEngineServer",
-    "ServerSettings",
-    "serve",
-]
+__all__ = ["SERVICES", "ContextEngineServer", "server_edge"]
 
 SESSION_SERVICE = session_service_pb2.DESCRIPTOR.services_by_name["SessionService"]
 CONTEXT_SERVICE = context_service_pb2.DESCRIPTOR.services_by_name["ContextService"]
@@ -89,144 +67,19 @@ SERVICES = (
 _STREAMS_END_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
-class ServerSettings(EngineSettings):
-    """How the sidecar runs: the engine's settings (:class:`EngineSettings`: the database,
-    subscriptions, compaction, memory, Gemini) and the transport's. Defaults are what
-    ``contextengine serve`` uses without flags."""
-
-    listen: str = setting(
-        DEFAULT_LISTEN, "host:port (port 0 picks a free port) or unix:/path/to.sock"
+def server_edge(settings: ServerSettings) -> Edge:
+    """The API port's security from ``settings`` (reads the token and certificate files;
+    ValueError naming the setting when one is unusable)."""
+    return build_edge(
+        methods=[m.full_name for svc in SERVICES for m in svc.methods],
+        tokens_file=settings.auth_tokens_file,
+        token=settings.auth_token,
+        cert_file=settings.tls_cert_file,
+        key_file=settings.tls_key_file,
+        client_ca_file=settings.tls_client_ca_file,
+        unix_socket_mode=settings.unix_socket_mode,
+        unix_socket_group=settings.unix_socket_group,
     )
-    #: larger requests fail with RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE (beyond twice it, with
-    #: gRPC's own RESOURCE_EXHAUSTED and no ErrorInfo: see errors.proto)
-    max_request_bytes: Annotated[int, Gt(0)] = setting(
-        4 * 1024 * 1024, "largest accepted request in bytes"
-    )
-    grace_seconds: Annotated[float, Ge(0)] = setting(
-        10.0, "seconds in-flight requests get to finish on shutdown"
-    )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = setting(
-        "INFO", "log level of `contextengine serve` (INFO logs one line per RPC)"
-    )
-    port_file: str | None = setting(
-        None, "`contextengine serve` writes the bound port to this file once it serves"
-    )
-    event_loop: Literal["asyncio", "uvloop"] = setting(
-        "asyncio",
-        "the event loop `contextengine serve` runs on: asyncio, or uvloop (the `uvloop` extra; "
-        "docs/design/hot-paths.md, Fan-out, says what it changes)",
-    )
-    gc_freeze: bool = setting(
-        True,
-        "`contextengine serve` freezes what survives each full garbage collection, so that the "
-        "next one does not traverse the event cache again (docs/design/hot-paths.md, Garbage "
-        "collection); false: CPython's own behaviour",
-    )
-    gc_thaw_seconds: Annotated[float, Gt(0)] = setting(
-        3600.0,
-        "with gc_freeze, how often the frozen objects are handed back to one full collection "
-        "(which frees cycles that formed among them)",
-    )
-    malloc_tuning: bool = setting(
-        True,
-        "`contextengine serve` has glibc's malloc keep large freed blocks (up to 64 MiB) for "
-        "reuse, so that big BuildContext answers do not map and zero fresh pages every time "
-        "(docs/design/hot-paths.md, Large answers); false: glibc's own thresholds",
-    )
-
-    # -- observability: operations port, metrics, traces, logs (docs/design/observability.md)
-    ops_listen: str = setting(
-        "",
-        "host:port of the operations HTTP server (/healthz, /readyz, /metrics), for example "
-        "127.0.0.1:50152 (port 0 picks a free port); empty: off, and no metrics are kept",
-    )
-    tracing_otlp_endpoint: str = setting(
-        "",
-        "OTLP/gRPC collector the sidecar exports traces to (http://host:4317 plaintext, "
-        "https:// TLS); empty: no traces",
-    )
-    tracing_sample_ratio: Annotated[float, Ge(0), Le(1)] = setting(
-        1.0, "share of traces sampled when the client's traceparent did not decide, in [0, 1]"
-    )
-    log_format: LogFormat = setting(
-        "text", "text, or json: one JSON object per line (RPC lines with app, session, trace id)"
-    )
-    inspector: bool = setting(
-        False,
-        "serve the read-only session inspector at http://<ops_listen>/inspector/ (needs "
-        "ops_listen; with tokens configured its API needs a token, as the gRPC API does)",
-    )
-
-    # -- the edge: tokens, TLS, unix socket permissions (contextengine.auth, docs/security.md)
-    auth_tokens_file: str = setting(
-        "",
-        "a TOML/YAML/JSON file of bearer tokens (their sha256) and what each grants "
-        "(apps, users, role read/write/admin); set: every RPC needs a token",
-    )
-    auth_token: str = setting(
-        "",
-        "one bearer token granting admin on every app (with or without auth_tokens_file)",
-        secret=True,
-    )
-    tls_cert_file: str = setting(
-        "", "PEM certificate chain the API port serves TLS with (reloaded when it changes)"
-    )
-    tls_key_file: str = setting("", "PEM private key of tls_cert_file")
-    tls_client_ca_file: str = setting(
-        "", "PEM CA bundle: with it clients must present a certificate it signed (mTLS)"
-    )
-    unix_socket_mode: str = setting(
-        "", "file mode of the unix socket (octal, for example 0660; empty: as created)"
-    )
-    unix_socket_group: str = setting(
-        "", "group (name or id) that owns the unix socket (empty: the server's)"
-    )
-    insecure: bool = setting(
-        False,
-        "allow a non-loopback listen address without tokens or mTLS (every caller may do "
-        "everything)",
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
-            raise ValueError(
-                "event_loop uvloop needs the uvloop package, which is not installed: "
-                "pip install 'contextengine[uvloop]' (or event_loop asyncio)"
-            )
-        check_edge_settings(
-            listen=self.listen,
-            tokens=bool(self.auth_tokens_file or self.auth_token),
-            cert_file=self.tls_cert_file,
-            key_file=self.tls_key_file,
-            client_ca_file=self.tls_client_ca_file,
-            unix_socket_mode=self.unix_socket_mode,
-            unix_socket_group=self.unix_socket_group,
-            insecure=self.insecure,
-        )
-        if self.auth_tokens_file or self.auth_token or self.tls_cert_file:
-            self.edge()  # unreadable or malformed token and certificate files fail here
-        if self.inspector:
-            _check_inspector(self)
-
-    def edge(self) -> Edge:
-        """The API port's security from these settings (reads the token and certificate
-        files; ValueError naming the setting when one is unusable)."""
-        return build_edge(
-            methods=[m.full_name for svc in SERVICES for m in svc.methods],
-            tokens_file=self.auth_tokens_file,
-            token=self.auth_token,
-            cert_file=self.tls_cert_file,
-            key_file=self.tls_key_file,
-            client_ca_file=self.tls_client_ca_file,
-            unix_socket_mode=self.unix_socket_mode,
-            unix_socket_group=self.unix_socket_group,
-        )
-
-    def engine(self) -> EngineSettings:
-        """The engine's part of these settings."""
-        return EngineSettings(**{f.name: getattr(self, f.name) for f in fields(EngineSettings)})
 
 
 class ContextEngineServer:
@@ -247,7 +100,7 @@ class ContextEngineServer:
         run with raise ValueError here, before anything starts."""
         self.settings = settings
         self._engine_settings = settings.engine()
-        self._edge = settings.edge()
+        self._edge = server_edge(settings)
         self._observability = Observability(
             ops_listen=settings.ops_listen,
             otlp_endpoint=settings.tracing_otlp_endpoint,
@@ -416,7 +269,7 @@ class ContextEngineServer:
             type(asyncio.get_running_loop()).__module__.partition(".")[0],
         )
 
-    def observe_gc(self, policy: GcPolicy) -> None:
+    def observe_gc(self, policy: GcSource) -> None:
         """Exposes the garbage collector's pauses and frozen objects in the metrics (when the
         operations port is on); ``serve`` installs the process's policy and calls this."""
         self._observability.watch_gc(policy)
@@ -471,71 +324,9 @@ class ContextEngineServer:
             await self._server.wait_for_termination()
 
 
-def _check_inspector(settings: ServerSettings) -> None:
-    """The inspector is served on the operations port, and shows every session it can read: it
-    needs ``ops_listen``, and off loopback tokens (or ``insecure``), as the API port does."""
-    if not settings.ops_listen:
-        raise ValueError(
-            "inspector needs ops_listen: the inspector is served on the operations port "
-            "(for example --ops-listen 127.0.0.1:50152)"
-        )
-    tokens = bool(settings.auth_tokens_file or settings.auth_token)
-    if not tokens and not settings.insecure and not is_local_address(settings.ops_listen):
-        raise ValueError(
-            f"inspector on the non-loopback ops_listen {settings.ops_listen!r} would show every "
-            "session to anyone who reaches it: configure auth_tokens_file or auth_token, "
-            "listen on loopback, or set insecure"
-        )
-
-
 def _health_of(
     problem: ContextEngineError | None,
 ) -> health_pb2.HealthCheckResponse.ServingStatus.ValueType:
     if problem is None:
         return health_pb2.HealthCheckResponse.SERVING
     return health_pb2.HealthCheckResponse.NOT_SERVING
-
-
-def run_server(settings: ServerSettings, port_file: Path | None = None) -> None:
-    """Runs ``serve`` on the event loop ``settings.event_loop`` names, until SIGTERM or SIGINT
-    (what ``contextengine serve`` does)."""
-    if settings.event_loop == "uvloop":
-        import uvloop  # the `uvloop` extra; ServerSettings checked that it is installed
-
-        uvloop.run(serve(settings, port_file=port_file))
-    else:
-        asyncio.run(serve(settings, port_file=port_file))
-
-
-async def serve(settings: ServerSettings, port_file: Path | None = None) -> None:
-    """Runs until SIGTERM or SIGINT, then shuts down gracefully."""
-    use_log_format(settings.log_format)
-    if settings.malloc_tuning and not tune_malloc():
-        _LOG.info("malloc_tuning: not applied (the C library is not glibc, or refused the values)")
-    server = ContextEngineServer(settings)
-    await server.start()
-    # What starting made (modules, the tokenizer's vocabulary, the engine) lives as long as the
-    # process: moved out of the collector's sight, so that its full collections do not scan it
-    # again and again (one came during the first BuildContext of a long session after a
-    # restart: some 50 ms of a 10k-event cold start).
-    gc.collect()
-    gc.freeze()
-    collector = GcPolicy(freeze=settings.gc_freeze, thaw_seconds=settings.gc_thaw_seconds)
-    collector.install()
-    server.observe_gc(collector)
-    if port_file is not None:
-        tmp = port_file.with_suffix(port_file.suffix + ".tmp")
-        tmp.write_text(f"{server.port}\n")
-        tmp.replace(port_file)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-        _LOG.info("shutting down")
-    finally:
-        try:
-            await server.stop()
-        finally:
-            collector.uninstall()

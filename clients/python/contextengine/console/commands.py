@@ -6,7 +6,9 @@ Every command takes the connection options (:func:`_connection_options`): ``--ta
 ``--token-file`` (``CONTEXTENGINE_TOKEN_FILE``; keeps the token out of ``ps``), and TLS
 (``--tls``, ``--ca-file``, ``--cert-file`` / ``--key-file`` for mTLS, ``--server-name``), as
 ``ContextEngineClient`` takes them. A failed call is one line on stderr, ``error: CODE REASON:
-message``, and a hint, with exit status 1; usage errors exit with 2; Ctrl-C with 130.
+message``, and a hint, with exit status 1; usage errors exit with 2; Ctrl-C with 130
+(``contextengine.cli.main``, which runs these commands under its root group and takes the
+connection options before the command from :func:`connection_parameters`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import functools
 import json
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,7 +42,7 @@ from contextengine.v1 import (
     subscription_service_pb2 as spb,
 )
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "connection_parameters"]
 
 DEFAULT_TARGET = "127.0.0.1:50151"
 TARGET_ENV = "CONTEXTENGINE_TARGET"
@@ -841,19 +843,8 @@ def config_set(
     _print_config(stored, as_json)
 
 
-def main(argv: Sequence[str]) -> int:
-    """Runs one console command; its exit status."""
-    try:
-        result = cli.main(args=list(argv), prog_name="contextengine", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 1
-    except click.ClickException as error:
-        error.show()
-        return error.exit_code
-    except KeyboardInterrupt:
-        return INTERRUPTED
-    except OSError as error:
-        click.echo(f"error: {error}", err=True)
-        return 1
-    return result if isinstance(result, int) else 0
+def connection_parameters() -> list[click.Parameter]:
+    """The connection options, for a group that takes them before the command
+    (``contextengine.cli``'s root: ``contextengine --target HOST sessions list APP``); the
+    commands read them from the root context."""
+    return list(cli.params)

@@ -1,4 +1,4 @@
-"""The garbage collector's policy (``runtime.gc_policy``), in this process: a full collection's
+"""The garbage collector's policy (``process.gc_policy``), in this process: a full collection's
 survivors are frozen, a cycle that formed among frozen objects is freed once they are thawed,
 pauses are measured with or without freezing. Every test leaves the collector as it found it
 (nothing frozen, the callback removed)."""
@@ -14,8 +14,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from contextengine.observability.metrics import GcCollector
-from contextengine.runtime.gc_policy import PAUSE_BUCKETS, GcPolicy
-from contextengine.server import ServerSettings
+from contextengine.process.gc_policy import PAUSE_BUCKETS, GcPolicy
+from contextengine.settings import ServerSettings
 
 
 class Node:

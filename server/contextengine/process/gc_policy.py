@@ -19,7 +19,8 @@ and freezes again. (Measured over 6,000 appends and BuildContexts on 200k cached
 objects freed by the thaw, against 15 without freezing.)
 
 Pauses are measured either way (``stats``: collections and pause seconds by generation, for the
-metrics), with or without ``freeze``.
+metrics, which read them through observability's ``GcSource`` protocol), with or without
+``freeze``.
 
 The callback runs in whichever thread triggered the collection (the event loop's, an aiosqlite
 or gRPC thread), holding the GIL: it only does arithmetic on plain numbers and calls
@@ -73,6 +74,8 @@ class GcPolicy:
     ) -> None:
         if thaw_seconds <= 0:
             raise ValueError("thaw_seconds must be positive")
+        #: the bounds ``stats`` counts pauses by (what the metrics read: observability's GcSource)
+        self.pause_buckets = PAUSE_BUCKETS
         self.freeze = freeze
         self.thaw_seconds = thaw_seconds
         self._clock = clock
