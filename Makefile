@@ -269,9 +269,10 @@ JAVA_UNIT = 'cd $(JAVA_DIR) && ./mvnw -B -ntp -T1 surefire:test'
 KOTLIN_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 KOTLIN_CONFORMANCE = 'cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.conformance.KotlinRunner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/kotlin.jsonl ../conformance/scenarios'
 KOTLIN_UNIT = 'cd $(KOTLIN_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
-# The outside projects of the Java and Kotlin guides (scripts/jvm_consumer.py): each guide's pom and
-# first block, built in a fresh directory against the installed jars, run against the sidecar.
-JVM_CONSUMERS = '$(CURDIR)/$(BIN)/python scripts/jvm_consumer.py java kotlin'
+# The outside projects of the Java, Kotlin and ADK Java guides (scripts/jvm_consumer.py): each
+# guide's pom and first block, built in a fresh directory against the installed jars, run against
+# the sidecar (the ADK Java one with a scripted model).
+JVM_CONSUMERS = '$(CURDIR)/$(BIN)/python scripts/jvm_consumer.py java kotlin java-adk'
 JAVA_ADK_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
 JAVA_ADK_UNIT = 'cd $(JAVA_ADK_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
 # The ADK Java parity driver (clients/conformance/adk/README.md contract); append its arguments
@@ -290,9 +291,9 @@ java-build: ## The Java client's jar, installed into ~/.m2 (-Xlint:all -Werror; 
 test-java: $(DEV_STAMP) java-build ## The Java client's own tests
 	$(BIN)/python scripts/with_server.py $(JAVA_UNIT)
 
-## The Java and Kotlin guides' outside projects (pom and first block, a fresh directory, the
-## installed jars), run against a real sidecar; part of test-clients.
-test-jvm-consumers: $(DEV_STAMP) java-build kotlin-build ## Build the JVM guides' outside projects; fetch a context with each
+## The Java, Kotlin and ADK Java guides' outside projects (pom and first block, a fresh directory,
+## the installed jars), run against a real sidecar; part of test-clients.
+test-jvm-consumers: $(DEV_STAMP) java-build kotlin-build java-adk-build ## Build the JVM guides' outside projects; fetch a context with each
 	$(BIN)/python scripts/with_server.py $(JVM_CONSUMERS)
 
 ## The Java example agent loop against `make run`'s sidecar (or CONTEXTENGINE_TARGET).

@@ -8,7 +8,13 @@ imports around it) and builds it with Maven against the jars installed in the lo
 (``make java-build``, ``kotlin-build``, ``java-adk-build`` install them; the local repository is
 Maven's own setting, e.g. ``MAVEN_ARGS=-Dmaven.repo.local=...``). Offline first: when something
 is missing from the local repository it builds again online. Then it runs the main with plain
-``java`` and checks what it printed. The last line is ``N passed, N failed``.
+``java`` and checks what it printed (and that one grpc-java version is on the class path). The
+last line is ``N passed, N failed``.
+
+The ADK Java guide's block needs what an agent brings: the main gives it a ``target``, a ``root``
+agent on a scripted model (no network, no key: ADK_MODEL, the smallest form of the drop-in's own
+``PluginTest.Scripted``) and, after the block, prints what the sidecar stored for the session the
+block created and what the model was asked.
 """
 
 from __future__ import annotations
@@ -34,6 +40,75 @@ class Consumer:
     source: str
     main_class: str
     expected: tuple[str, ...]
+    # Java only: imports beyond the example's, members of the main's class, code before and
+    # after the block in the main.
+    extra_imports: tuple[str, ...] = ()
+    members: str = ""
+    before: str = ""
+    after: str = ""
+
+
+# A model for the ADK Java consumer: answers every call with one text and keeps the text of the
+# last content it was asked with (the plugin's context from the engine).
+ADK_MODEL = """
+  /** A model without a network: one scripted answer; keeps what it was asked last. */
+  static final class Scripted extends BaseLlm {
+    final List<String> asked = new ArrayList<>();
+
+    Scripted() {
+      super("scripted");
+    }
+
+    @Override
+    public Flowable<LlmResponse> generateContent(LlmRequest request, boolean stream) {
+      List<Content> contents = request.contents();
+      asked.add(contents.get(contents.size() - 1).parts().orElseThrow().get(0).text().orElse(""));
+      Content answer = Content.builder().role("model").parts(List.of(Part.fromText("Sunny."))).build();
+      return Flowable.just(LlmResponse.builder().content(answer).build());
+    }
+
+    @Override
+    public BaseLlmConnection connect(LlmRequest request) {
+      throw new UnsupportedOperationException();
+    }
+  }
+
+  /** The ids of zoe's sessions of the guide's app. */
+  static Set<String> sessionsOfZoe(String target) {
+    try (ContextEngineClient client = ContextEngineClient.connect(target)) {
+      Set<String> ids = new TreeSet<>();
+      for (Session s : new ContextEngineSessionService(client).listSessions("travel", "zoe")
+          .blockingGet().sessions()) {
+        ids.add(s.id());
+      }
+      return ids;
+    }
+  }
+"""
+
+ADK_BEFORE = """\
+String target = System.getenv().getOrDefault("CONTEXTENGINE_TARGET", "127.0.0.1:50151");
+Scripted model = new Scripted();
+LlmAgent root = LlmAgent.builder().name("root").instruction("You plan trips.").model(model).build();
+Set<String> before = sessionsOfZoe(target);
+"""
+
+ADK_AFTER = """\
+Set<String> created = sessionsOfZoe(target);
+created.removeAll(before);
+try (ContextEngineClient client = ContextEngineClient.connect(target)) {
+  for (String id : created) {
+    Session stored =
+        new ContextEngineSessionService(client)
+            .getSession("travel", "zoe", id, Optional.empty())
+            .blockingGet();
+    List<String> authors = new ArrayList<>();
+    stored.events().forEach(e -> authors.add(e.author()));
+    System.out.println("stored: " + authors + " " + new TreeMap<>(stored.state()));
+  }
+}
+System.out.println("asked: " + model.asked);
+"""
 
 
 CONSUMERS = {
@@ -52,6 +127,34 @@ CONSUMERS = {
         source="src/main/kotlin/Hello.kt",
         main_class="HelloKt",
         expected=("1 1", "NOT_FOUND SESSION_NOT_FOUND", "Again!"),
+    ),
+    "java-adk": Consumer(
+        guide="clients/java-adk/README.md",
+        language="java",
+        example="clients/java-adk/examples/dev/contextengine/adk/examples/ReadmeExample.java",
+        source="src/main/java/Hello.java",
+        main_class="Hello",
+        expected=(
+            "Sunny.",
+            "stored: [user, root] {user:home=Porto}",
+            "asked: [Weather in Lisbon?]",
+        ),
+        extra_imports=(
+            "import com.google.adk.models.BaseLlm;",
+            "import com.google.adk.models.BaseLlmConnection;",
+            "import com.google.adk.models.LlmRequest;",
+            "import com.google.adk.models.LlmResponse;",
+            "import io.reactivex.rxjava3.core.Flowable;",
+            "import java.util.ArrayList;",
+            "import java.util.List;",
+            "import java.util.Optional;",
+            "import java.util.Set;",
+            "import java.util.TreeMap;",
+            "import java.util.TreeSet;",
+        ),
+        members=ADK_MODEL,
+        before=ADK_BEFORE,
+        after=ADK_AFTER,
     ),
 }
 
@@ -81,12 +184,15 @@ def indent(code: str, prefix: str) -> str:
 
 
 def main_source(consumer: Consumer, first_block: str) -> str:
-    lines = "\n".join(imports(REPO / consumer.example))
+    lines = "\n".join(dict.fromkeys([*imports(REPO / consumer.example), *consumer.extra_imports]))
     if consumer.language == "java":
-        body = indent(first_block, "    ")
+        body = indent(
+            "\n".join(filter(None, [consumer.before, first_block, consumer.after])), "    "
+        )
         return (
             f"{lines}\n\npublic final class Hello {{\n"
-            f"  public static void main(String[] args) throws Exception {{\n{body}\n  }}\n}}\n"
+            f"  public static void main(String[] args) throws Exception {{\n{body}\n  }}\n"
+            f"{consumer.members}}}\n"
         )
     body = indent(first_block, "        ")
     return f"{lines}\n\nfun main() {{\n    runBlocking {{\n{body}\n    }}\n}}\n"
@@ -105,6 +211,12 @@ def maven(project: Path, offline: bool) -> subprocess.CompletedProcess[str]:
         f"-Dmdep.outputFile={project / 'classpath.txt'}",
     ]
     return subprocess.run(command, cwd=project, capture_output=True, text=True, check=False)
+
+
+def grpc_versions(classpath: str) -> set[str]:
+    """The versions of grpc-java's jars on a class path: one, when the BOMs align them (without,
+    google-adk's grpc 1.76.2 comes beside the client's 1.85.1)."""
+    return set(re.findall(r"/io/grpc/grpc-(?!kotlin)[\w.-]+/([^/]+)/", classpath))
 
 
 def check(name: str) -> list[str]:
@@ -132,6 +244,8 @@ def check(name: str) -> list[str]:
             return [f"{name}: the build failed:\n{built.stdout}\n{built.stderr}"]
 
         classpath = f"{project / 'target' / 'classes'}:{(project / 'classpath.txt').read_text()}"
+        if len(versions := grpc_versions(classpath)) != 1:
+            return [f"{name}: grpc-java jars of versions {sorted(versions)} on the class path"]
         start = time.monotonic()
         try:
             ran = subprocess.run(

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The Java guide's blocks (clients/java/README.md) are examples/ReadmeExample.java,
  * examples/ContextViewExample.java ("contents since"), examples/Renderings.java and
- * examples/ContextToolsExample.java, and they run and print what they say (the renderings one in
- * RenderingsExampleTest, against the fake providers).
+ * examples/ContextToolsExample.java and examples/CompactionExample.java, and they run and print
+ * what they say (the renderings one in RenderingsExampleTest, against the fake providers).
  */
 class ReadmeTest {
   private static final String GUIDE = "clients/java/README.md";
@@ -27,6 +27,9 @@ class ReadmeTest {
   private static final Path TOOLS_EXAMPLE =
       Sidecar.REPO.resolve(
           "clients/java/examples/dev/contextengine/examples/ContextToolsExample.java");
+  private static final Path COMPACTION_EXAMPLE =
+      Sidecar.REPO.resolve(
+          "clients/java/examples/dev/contextengine/examples/CompactionExample.java");
 
   /** The {@code index}-th ```java block of the guide. */
   private static String block(int index) throws IOException {
@@ -45,8 +48,8 @@ class ReadmeTest {
   }
 
   @Test
-  void theGuideHasItsFourBlocks() throws IOException {
-    assertEquals(4, Guide.blocks(GUIDE, "java").size());
+  void theGuideHasItsFiveBlocks() throws IOException {
+    assertEquals(5, Guide.blocks(GUIDE, "java").size());
   }
 
   @Test
@@ -87,5 +90,15 @@ class ReadmeTest {
     assertEquals(marked(TOOLS_EXAMPLE), blockWith("ce.contextTools(").strip());
     assertEquals(
         List.of("7 true", "true 1", "true"), run("dev.contextengine.examples.ContextToolsExample"));
+  }
+
+  @Test
+  void theCompactionBlockIsItsExampleAndRuns() throws Exception {
+    assertEquals(marked(COMPACTION_EXAMPLE), blockWith("ce.expandSummary(").strip());
+    List<String> lines = run("dev.contextengine.examples.CompactionExample");
+    assertEquals("1", lines.get(0), "one content: the summary");
+    String summary = String.join("\n", lines.subList(1, lines.size() - 1));
+    assertTrue(summary.matches("(?s).*TP1351.*Memmo Alfama.*"), summary);
+    assertEquals("1 2 3 4", lines.get(lines.size() - 1));
   }
 }

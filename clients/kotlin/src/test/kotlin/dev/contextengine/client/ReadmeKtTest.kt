@@ -8,8 +8,8 @@ import org.junit.jupiter.api.Test
 /**
  * The Kotlin guide's blocks (clients/kotlin/README.md) are examples/ReadmeExample.kt,
  * examples/ContextViewExample.kt ("contents since"), examples/Renderings.kt and
- * examples/ContextToolsExample.kt, and they run and print what they say (the renderings one in
- * RenderingsKtTest, against the fake providers).
+ * examples/ContextToolsExample.kt and examples/CompactionExample.kt, and they run and print what
+ * they say (the renderings one in RenderingsKtTest, against the fake providers).
  */
 class ReadmeKtTest {
     private companion object {
@@ -23,6 +23,8 @@ class ReadmeKtTest {
         Sidecar.REPO.resolve("clients/kotlin/examples/Renderings.kt")
     private val toolsExample: Path =
         Sidecar.REPO.resolve("clients/kotlin/examples/ContextToolsExample.kt")
+    private val compactionExample: Path =
+        Sidecar.REPO.resolve("clients/kotlin/examples/CompactionExample.kt")
 
     /** The `index`-th ```kotlin block of the guide. */
     private fun block(index: Int): String {
@@ -37,8 +39,8 @@ class ReadmeKtTest {
     private fun run(mainClass: String): List<String> = ExampleRun.lines(mainClass, emptyMap())
 
     @Test
-    fun theGuideHasItsFourBlocks() {
-        assertEquals(4, Guide.blocks(GUIDE, "kotlin").size)
+    fun theGuideHasItsFiveBlocks() {
+        assertEquals(5, Guide.blocks(GUIDE, "kotlin").size)
     }
 
     @Test
@@ -74,5 +76,17 @@ class ReadmeKtTest {
             listOf("7", "true 1", "true"),
             run("dev.contextengine.examples.kotlin.ContextToolsExample"),
         )
+    }
+
+    @Test
+    fun theCompactionBlockIsItsExampleAndRuns() {
+        val block =
+            generateSequence(0) { it + 1 }.map { block(it) }.first { "ce.expandSummary" in it }
+        assertEquals(marked(compactionExample), block)
+        val lines = run("dev.contextengine.examples.kotlin.CompactionExample")
+        assertEquals("1", lines.first(), "one content: the summary")
+        val summary = lines.subList(1, lines.size - 1).joinToString("\n")
+        assertTrue(Regex("TP1351[\\s\\S]*Memmo Alfama").containsMatchIn(summary), summary)
+        assertEquals("1 2 3 4", lines.last())
     }
 }
