@@ -62,10 +62,10 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
 from google.genai import types
 from google.protobuf import json_format
-from tests.parity.cache_adk import FakeCaches, adk_cache_step
-from tests.parity.compaction_adk import FakeSummaryLlm
 
 from bench import DataCheckError, Options, Report, Target, table
+from bench.peers.adk_cache import FakeCaches, adk_cache_step
+from bench.peers.adk_compaction import FakeSummaryLlm
 from contextengine.compaction.summarizers.summarizer import Summary, SummaryInput
 from contextengine.core.events import normalize_for_append
 from contextengine.core.prompt_cache import APPENDED_CONTINUE_CHARS, APPENDED_EMPTY_CHARS

@@ -55,9 +55,9 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
 from google.genai import types
 from google.protobuf import json_format
-from tests.parity.compaction_adk import FakeSummaryLlm
 
 from bench import Ceiling, DataCheckError, Options, Report, Target, table
+from bench.peers.adk_compaction import FakeSummaryLlm
 from contextengine.compaction.summarizers.summarizer import Summary, SummaryInput
 from contextengine.core.context_tools import genai_declarations
 from contextengine.core.structs import dict_to_struct

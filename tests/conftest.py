@@ -47,8 +47,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _needs_google_adk(path: Path, seen: set[Path] | None = None) -> bool:
-    """Whether a test module imports google-adk, itself or through the test helpers it imports
-    (``tests.x.y``, or relative); ``conftest.py`` files above it are not followed."""
+    """Whether a test module imports google-adk, itself or through the helpers it imports
+    (``tests.x.y``, ``bench.x.y`` (the peer's drivers), or relative); ``conftest.py`` files above
+    it are not followed."""
     seen = set() if seen is None else seen
     seen.add(path)
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -67,7 +68,7 @@ def _needs_google_adk(path: Path, seen: set[Path] | None = None) -> bool:
                 return True
             helper = TESTS.parent.joinpath(*name.split(".")).with_suffix(".py")
             if (
-                name.startswith("tests.")
+                name.startswith(("tests.", "bench."))
                 and helper.is_file()
                 and helper not in seen
                 and _needs_google_adk(helper, seen)

@@ -15,6 +15,12 @@ import logging
 from collections.abc import Iterator, Sequence
 
 import pytest
+from bench.peers.adk_compaction import (
+    AdkCompaction,
+    Stamp,
+    run_post_invocation,
+    run_token_threshold,
+)
 from google.adk.events.event import Event
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -40,12 +46,6 @@ from tests.core.test_compaction_examples import (
     stamps,
     text,
     token,
-)
-from tests.parity.compaction_adk import (
-    AdkCompaction,
-    Stamp,
-    run_post_invocation,
-    run_token_threshold,
 )
 from tests.parity.compaction_engine import (
     EngineCompaction,

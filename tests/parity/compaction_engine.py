@@ -20,6 +20,7 @@ from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.peers.adk_compaction import Reply, Stamp, adk_config
 from google.adk.apps.app import EventsCompactionConfig
 from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
 from google.adk.events.event import Event
@@ -36,8 +37,6 @@ from contextengine.core.compaction import (
     summary_event,
 )
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
-
-from .compaction_adk import Reply, Stamp, adk_config
 
 __all__ = [
     "ADK_TEMPLATE",

@@ -3,7 +3,7 @@
 Seeded random multi-invocation sessions of one agent (with a second agent and a user talking in
 between) are played step by step. Before every model call of the agent, both sides decide:
 
-* ADK (``cache_adk.adk_cache_step``): its context-cache request processor over its events, its
+* ADK (``bench.peers.adk_cache.adk_cache_step``): its context-cache request processor over its events, its
   Gemini model class's own addition, ``GeminiContextCacheManager.handle_context_caching`` with a
   fake genai client and the simulation's clock;
 * the engine: ``build_contents`` over the same events as protos, the request's fixed parts read
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from bench.peers.adk_cache import AdkStep, FakeCaches, adk_cache_step
 from google.adk.agents.context_cache_config import ContextCacheConfig
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions, EventCompaction
@@ -49,8 +50,6 @@ from contextengine.core.structs import dict_to_struct
 from contextengine.prompt_cache.request import read_model_request_parts
 from contextengine.v1 import content_pb2, event_pb2
 from tests.core.context.adk_compare import adk_options, ours, run_adk, to_proto
-
-from .cache_adk import AdkStep, FakeCaches, adk_cache_step
 
 pytestmark = pytest.mark.parity
 

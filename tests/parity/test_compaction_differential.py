@@ -7,7 +7,7 @@ confirmation and auth requests, calls that are never answered (dead once their i
 over), rewinds, isolated task agents, imported summaries with odd ranges, recorded prompt token
 counts on model events (or none: the cold-start estimate), and big and small texts so the
 "worth compacting" gate goes both ways. While the session is drawn, google-adk's own code runs
-where ADK runs it (``compaction_adk``):
+where ADK runs it (``bench.peers.adk_compaction``):
 
 * after every invocation, the post-invocation compaction (token threshold first, then the
   sliding window);
@@ -47,6 +47,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from bench.peers.adk_compaction import (
+    AdkCompaction,
+    Reply,
+    Stamp,
+    adk_config,
+    run_post_invocation,
+    run_token_threshold,
+)
 from google.adk.apps.app import EventsCompactionConfig
 from google.adk.events.event import Event
 from google.genai import types
@@ -55,14 +63,6 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from contextengine.core.adk_json import event_to_adk_dict
 from contextengine.v1 import event_pb2
 
-from .compaction_adk import (
-    AdkCompaction,
-    Reply,
-    Stamp,
-    adk_config,
-    run_post_invocation,
-    run_token_threshold,
-)
 from .compaction_engine import (
     EngineCompaction,
     engine_post_invocation,
