@@ -27,6 +27,8 @@ from pathlib import Path
 
 import asyncpg
 
+from contextengine.testing.postgres import find_binaries, start_cluster, stop_cluster
+
 __all__ = [
     "Cluster",
     "Waits",
@@ -57,20 +59,18 @@ async def cluster() -> AsyncIterator[Cluster]:
     if given:
         yield Cluster(given, None, "CONTEXTENGINE_BENCH_POSTGRES")
         return
-    from tests import pg_server
-
-    binaries = pg_server._binaries() or pg_server._install()
+    binaries = find_binaries()
     if binaries is None:
         raise RuntimeError(
             "no PostgreSQL server binaries: set CONTEXTENGINE_BENCH_POSTGRES to a server's URL"
         )
-    server = await asyncio.to_thread(pg_server._start, binaries, durable=True)
+    server = await asyncio.to_thread(start_cluster, binaries, durable=True)
     try:
         yield Cluster(
             server.dsn(), binaries, "a throw-away local cluster, fsync=on, synchronous_commit=on"
         )
     finally:
-        await asyncio.to_thread(pg_server._stop, server)
+        await asyncio.to_thread(stop_cluster, server)
 
 
 async def database(admin: str, name: str) -> str:

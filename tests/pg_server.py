@@ -17,14 +17,8 @@ after the test emptied (``DELETE``, a few milliseconds) for a later test rather 
 from __future__ import annotations
 
 import asyncio
-import glob
 import itertools
 import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -36,43 +30,26 @@ import asyncpg
 import pytest
 
 from contextengine.store.postgres import PostgresStore
+from contextengine.testing.postgres import (
+    APT_PACKAGE,
+    PostgresCluster,
+    PostgresUnavailableError,
+    find_binaries,
+    start_cluster,
+    stop_cluster,
+)
 
 #: the database every test database is copied from (the store's schema applied)
 TEMPLATE = "ce_template"
-_APT_PACKAGE = "postgresql-15"
 
 
 @dataclass
-class PostgresServer:
-    """A running test cluster: superuser ``postgres``, trust authentication, loopback only."""
+class PostgresServer(PostgresCluster):
+    """The test run's cluster (``contextengine.testing.postgres``), handing out databases that
+    hold the store's schema."""
 
-    port: int
-    directory: Path
-    binaries: Path
-    #: started with fsync, synchronous commit and full page writes on (benchmarks); else off
-    durable: bool = False
     _names: Iterator[int] = field(default_factory=itertools.count)
     _free: list[str] = field(default_factory=list)
-
-    def dsn(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
-
-    def _pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
-        command = [str(self.binaries / "pg_ctl"), "-D", str(self.directory / "data"), *args]
-        return subprocess.run(_as_server_user(command), capture_output=True, text=True, check=False)
-
-    def stop(self, mode: str = "immediate") -> None:
-        """Stops the server (``immediate``: like a crash; ``fast``: a clean shutdown)."""
-        self._pg_ctl("-m", mode, "-w", "stop")
-
-    def start_again(self) -> str | None:
-        """(Re)starts the server on its port and data; None, or pg_ctl's error."""
-        options = f"-k {self.directory} -p {self.port} -c listen_addresses=127.0.0.1"
-        options += " -c max_connections=300"
-        if not self.durable:
-            options += " -c fsync=off -c full_page_writes=off"
-        done = self._pg_ctl("-l", str(self.directory / "log"), "-w", "-o", options, "start")
-        return None if done.returncode == 0 else done.stderr.strip()
 
     def create_database(self) -> str:
         """A database holding the store's schema and no data; returns its name. Databases given
@@ -143,15 +120,6 @@ def _in_own_loop(coroutine: Coroutine[Any, Any, None]) -> None:
         thread.submit(asyncio.run, coroutine).result()
 
 
-def _binaries() -> Path | None:
-    """The directory holding initdb and pg_ctl, or None."""
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if os.path.exists(os.path.join(candidate, "initdb")):
-            return Path(candidate)
-    initdb = shutil.which("initdb")
-    return Path(os.path.realpath(initdb)).parent if initdb else None
-
-
 def _unavailable(reason: str) -> None:
     message = f"POSTGRESQL TESTS NOT RUN: {reason}"
     if os.environ.get("CI", "").lower() == "true":
@@ -159,65 +127,12 @@ def _unavailable(reason: str) -> None:
     pytest.skip(message)
 
 
-def _install() -> Path | None:
-    """Installs the server with apt when running as root; the binaries' directory, or None."""
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return None
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    command = ["apt-get", "install", "-y", "--no-install-recommends", _APT_PACKAGE]
-    if subprocess.run(command, env=env, capture_output=True, check=False).returncode != 0:
-        subprocess.run(["apt-get", "update"], env=env, capture_output=True, check=False)
-        subprocess.run(command, env=env, capture_output=True, check=False)
-    return _binaries()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _as_server_user(command: list[str]) -> list[str]:
-    if os.geteuid() != 0:
-        return command
-    return ["runuser", "-u", "postgres", "--", *command]
-
-
-def _start(binaries: Path, *, durable: bool = False) -> PostgresServer:
-    directory = Path(tempfile.mkdtemp(prefix="ce-pg-"))
-    if os.geteuid() == 0:
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            shutil.rmtree(directory)
-            _unavailable("running as root and there is no 'postgres' user to run the server")
-            raise
-        os.chown(directory, user.pw_uid, user.pw_gid)
-    data = directory / "data"
-    initdb = [
-        str(binaries / "initdb"),
-        *("-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync"),
-        *("-E", "UTF8", "--locale=C.UTF-8"),
-    ]
-    done = subprocess.run(_as_server_user(initdb), capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise RuntimeError(f"initdb failed: {done.stderr.strip()}")
-    for _attempt in range(5):
-        server = PostgresServer(
-            port=_free_port(), directory=directory, binaries=binaries, durable=durable
-        )
-        error = server.start_again()
-        if error is None:
-            return server
-    log = (directory / "log").read_text(errors="replace") if (directory / "log").exists() else ""
-    shutil.rmtree(directory, ignore_errors=True)
-    raise RuntimeError(f"pg_ctl start failed: {error} {log[-2000:]}")
-
-
-def _stop(server: PostgresServer) -> None:
-    server.stop()
-    shutil.rmtree(server.directory, ignore_errors=True)
+def _start(binaries: Path) -> PostgresServer:
+    try:
+        return start_cluster(binaries, cluster=PostgresServer)
+    except PostgresUnavailableError as error:
+        _unavailable(str(error))
+        raise
 
 
 @contextmanager
@@ -225,7 +140,7 @@ def private_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server of the caller's own (for tests that stop and restart it), with the
     store's schema in its ``ce_template`` database; the same skip/fail rule as
     ``postgres_server``."""
-    binaries = _binaries() or _install()
+    binaries = find_binaries()
     if binaries is None:
         _unavailable("no PostgreSQL server binaries (initdb, pg_ctl)")
         raise AssertionError("unreachable")
@@ -234,7 +149,7 @@ def private_server() -> Iterator[PostgresServer]:
         _in_own_loop(_make_template(server))
         yield server
     finally:
-        _stop(server)
+        stop_cluster(server)
 
 
 async def _make_template(server: PostgresServer) -> None:
@@ -251,11 +166,11 @@ async def _make_template(server: PostgresServer) -> None:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """The test run's PostgreSQL server (started on first use)."""
-    binaries = _binaries() or _install()
+    binaries = find_binaries()
     if binaries is None:
         _unavailable(
             "no PostgreSQL server binaries (initdb, pg_ctl) and they cannot be installed here "
-            f"(apt-get install {_APT_PACKAGE} needs root and apt)"
+            f"(apt-get install {APT_PACKAGE} needs root and apt)"
         )
         return
     server = _start(binaries)
@@ -263,7 +178,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         _in_own_loop(_make_template(server))
         yield server
     finally:
-        _stop(server)
+        stop_cluster(server)
 
 
 @pytest.fixture
@@ -281,7 +196,7 @@ def ensure_binaries() -> Path | None:
     """The server binaries' directory, installing them first when missing and possible (the
     Makefile runs this before pytest, so a fresh machine's install is not inside a test's time
     limit); None where they cannot be had."""
-    return _binaries() or _install()
+    return find_binaries()
 
 
 if __name__ == "__main__":

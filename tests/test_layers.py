@@ -145,8 +145,14 @@ LAYERS = (
             f"{PACKAGE}.cli",
             f"{PACKAGE}.config",
             f"{PACKAGE}.__main__",
-            f"{PACKAGE}.testing",
         ),
+    ),
+    # what tests, benchmarks and scripts start: a sidecar in process, a throw-away PostgreSQL
+    # cluster (``contextengine.testing``); nothing of the server imports it
+    Layer(
+        "testing",
+        (f"{PACKAGE}.testing",),
+        ("root", "transport", "settings", "engine", "client", *_BELOW_ENGINE),
     ),
     # the client distribution (clients/python): its package, and the programs beside it that are
     # not in the package (its conformance runner)
@@ -406,6 +412,37 @@ def _assert_none(found: list[Violation], rule: str, what: str) -> None:
         f"{what} ({len(offenders)} offending imports; docs/adr/0009-engine-layering.md):\n  "
         + "\n  ".join(offenders)
     )
+
+
+#: the tests and the benchmarks: tests may use the benchmarks' machinery (they run each
+#: benchmark in small, and the differential tests drive google-adk through ``bench.peers``), the
+#: benchmarks never import the tests; what both need lives in ``contextengine.testing``
+HARNESS_ROOTS = {"tests": ROOT / "tests", "bench": ROOT / "bench"}
+
+
+def harness_imports() -> list[tuple[str, str, str]]:
+    """(tree, file, imported module) of every import in tests/ and bench/ that names the other
+    tree."""
+    found = []
+    for tree, root in HARNESS_ROOTS.items():
+        other = "bench" if tree == "tests" else "tests"
+        for path in sorted(root.rglob("*.py")):
+            source = Source(tree, str(path.relative_to(ROOT)), path.read_text())
+            found.extend(
+                (tree, source.path, imported.target)
+                for imported in _imports(source)
+                if _within(imported.target, other)
+            )
+    return found
+
+
+def test_the_benchmarks_never_import_the_tests() -> None:
+    offenders = [f"{path}: {target}" for tree, path, target in harness_imports() if tree == "bench"]
+    assert not offenders, (
+        "bench/ imports tests/ (move what both need to contextengine.testing):\n  "
+        + ("\n  ".join(offenders))
+    )
+    assert any(tree == "tests" for tree, _, _ in harness_imports())  # the scan sees imports
 
 
 def test_the_trees_are_found() -> None:

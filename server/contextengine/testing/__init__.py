@@ -1,4 +1,5 @@
-"""Start a real sidecar in-process, for tests, examples and client test suites.
+"""What tests, benchmarks and scripts start: a real sidecar in process (below), and a throw-away
+PostgreSQL cluster (:mod:`contextengine.testing.postgres`).
 
 async with start_local_server() as server:
     async with ContextEngineClient(server.target) as client:
