@@ -186,8 +186,8 @@ RUFF_PATHS := server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conforma
 # store suites, which `make test-pythons` runs on 3.10 too, at 3.10 as well (without the module
 # that needs google-adk, which 3.10 does not collect).
 MYPY_ALL = $(BIN)/mypy \
-	&& $(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py \
-	  $(PY_CLIENT)/conformance/runner.py scripts/with_server.py scripts/check_commits.py \
+	&& $(BIN)/mypy --python-version 3.10 clients/conformance/driver.py \
+	  $(PY_CLIENT)/conformance/harness.py scripts/with_server.py scripts/check_commits.py \
 	  scripts/jvm_consumer.py \
 	&& $(BIN)/mypy --python-version 3.11 -p contextengine.adk -p tests -p bench \
 	&& $(BIN)/mypy --python-version 3.10 tests/core tests/store tests/conftest.py tests/pg_server.py \
@@ -252,9 +252,14 @@ ts-adk-check: ts-gen ts-adk-deps ## Biome and the strict type check of the ADK T
 	cd $(TS_ADK_DIR) && node_modules/.bin/biome ci --error-on-warnings --colors=off .
 	cd $(TS_ADK_DIR) && node_modules/.bin/tsc -p tsconfig.json
 
-PY_CONFORMANCE = '$(CURDIR)/$(BIN)/python clients/conformance/python_runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python.jsonl clients/conformance/scenarios'
-# The same scenarios through the Python client (ContextEngineClient), as the other languages' runners.
-PY_CLIENT_CONFORMANCE = '$(CURDIR)/$(BIN)/python $(PY_CLIENT)/conformance/runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python-client.jsonl clients/conformance/scenarios'
+# The conformance driver (clients/conformance/driver.py): scenarios, variables, matching and reports,
+# once; each runner is the driver with one harness (a process speaking JSON lines, README.md).
+# Without --harness it uses its built-in reference harness over raw gRPC stubs.
+CONFORMANCE_DRIVER = $(CURDIR)/$(BIN)/python clients/conformance/driver.py --target $$CONTEXTENGINE_TARGET
+CONFORMANCE_SCENARIOS = $(CURDIR)/clients/conformance/scenarios
+PY_CONFORMANCE = '$(CONFORMANCE_DRIVER) --report $(CONFORMANCE_REPORTS)/python.jsonl $(CONFORMANCE_SCENARIOS)'
+# The same scenarios through the Python client (ContextEngineClient), as the other languages' harnesses.
+PY_CLIENT_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name python-client --harness "$(CURDIR)/$(BIN)/python $(PY_CLIENT)/conformance/harness.py" --report $(CONFORMANCE_REPORTS)/python-client.jsonl $(CONFORMANCE_SCENARIOS)'
 TS_CONFORMANCE = 'cd $(TS_DIR) && node_modules/.bin/tsx conformance/runner.ts --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/typescript.jsonl ../conformance/scenarios'
 TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
 TS_ADK_UNIT = 'cd $(TS_ADK_DIR) && node --import tsx --test test/*.test.ts'
