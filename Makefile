@@ -260,7 +260,7 @@ CONFORMANCE_SCENARIOS = $(CURDIR)/clients/conformance/scenarios
 PY_CONFORMANCE = '$(CONFORMANCE_DRIVER) --report $(CONFORMANCE_REPORTS)/python.jsonl $(CONFORMANCE_SCENARIOS)'
 # The same scenarios through the Python client (ContextEngineClient), as the other languages' harnesses.
 PY_CLIENT_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name python-client --harness "$(CURDIR)/$(BIN)/python $(PY_CLIENT)/conformance/harness.py" --report $(CONFORMANCE_REPORTS)/python-client.jsonl $(CONFORMANCE_SCENARIOS)'
-TS_CONFORMANCE = 'cd $(TS_DIR) && node_modules/.bin/tsx conformance/runner.ts --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/typescript.jsonl ../conformance/scenarios'
+TS_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name typescript --harness "cd $(TS_DIR) && exec node_modules/.bin/tsx conformance/harness.ts" --report $(CONFORMANCE_REPORTS)/typescript.jsonl $(CONFORMANCE_SCENARIOS)'
 TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
 TS_ADK_UNIT = 'cd $(TS_ADK_DIR) && node --import tsx --test test/*.test.ts'
 # The TypeScript client as an outside project installs it, from its guide: npm pack, a fresh
