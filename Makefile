@@ -269,10 +269,12 @@ TS_OUTSIDE = 'cd $(TS_DIR) && node --import tsx --test test/outside/*.test.ts' \
   'cd $(TS_ADK_DIR) && node --import tsx --test test/outside/*.test.ts'
 TS_ADK_EXAMPLE = 'cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts'
 JAVA_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
-JAVA_CONFORMANCE = 'cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.conformance.Runner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/java.jsonl ../conformance/scenarios'
+# A JVM harness's class path, read by the harness command's shell (after its cd), not the driver's.
+JVM_HARNESS_CP = \$$(cat target/test-classpath.txt):target/classes:target/test-classes
+JAVA_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name java --harness "cd $(JAVA_DIR) && exec java -cp \"$(JVM_HARNESS_CP)\" dev.contextengine.conformance.Harness" --report $(CONFORMANCE_REPORTS)/java.jsonl $(CONFORMANCE_SCENARIOS)'
 JAVA_UNIT = 'cd $(JAVA_DIR) && ./mvnw -B -ntp -T1 surefire:test'
 KOTLIN_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
-KOTLIN_CONFORMANCE = 'cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.conformance.KotlinRunner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/kotlin.jsonl ../conformance/scenarios'
+KOTLIN_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name kotlin --harness "cd $(KOTLIN_DIR) && exec java -cp \"$(JVM_HARNESS_CP)\" dev.contextengine.conformance.KotlinHarness" --report $(CONFORMANCE_REPORTS)/kotlin.jsonl $(CONFORMANCE_SCENARIOS)'
 KOTLIN_UNIT = 'cd $(KOTLIN_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
 # The outside projects of the Java and Kotlin guides (scripts/jvm_consumer.py): each guide's pom and
 # first block, built in a fresh directory against the installed jars, run against the sidecar.
@@ -355,12 +357,13 @@ test-ts-adk: $(DEV_STAMP) ts-gen ts-adk-deps ## The ADK TypeScript drop-ins' tes
 ts-adk-example: ts-gen ts-adk-deps ## The ADK TypeScript example agent against a running sidecar
 	cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts $(ARGS)
 
-## Every client's conformance runner against one real server (reports in build/conformance/).
+## The conformance driver with every client's harness against one real server (reports in
+## build/conformance/).
 conformance: $(DEV_STAMP) ts-gen java-build kotlin-build ## Every client's conformance runner against one server
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) \
 	  $(JAVA_CONFORMANCE) $(KOTLIN_CONFORMANCE)
 
-## What `make test` runs for the clients: one server, every conformance runner, every client's
+## What `make test` runs for the clients: one server, the conformance driver with every harness, every client's
 ## unit tests; any failure fails the build.
 test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build java-adk-build adk-parity ## Every client's conformance and unit tests, the ADK parity run
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \
