@@ -1,15 +1,7 @@
-"""The Python client's conformance harness: each step of the driver through ContextEngineClient.
-
-    python clients/conformance/driver.py --target HOST:PORT --name python-client \
-        --harness '.venv/bin/python clients/python/conformance/harness.py' clients/conformance/scenarios
-
-The driver (clients/conformance/driver.py) keeps the scenarios, variables, matching and report;
-this only maps an op onto the client's method named after the RPC (``list_sessions_page`` and
-``list_events_page`` for the pages, ``follow_events`` and ``watch_session_state`` for streams),
-its arguments taken from the request's fields of the same name, and answers with what the client
-returned, or its ``RpcError``. A request field no argument takes fails the step rather than being
-dropped.
-"""
+"""The Python client's conformance harness: the driver's ops (clients/conformance/driver.py,
+protocol in its README) through ContextEngineClient's method named after the RPC (snake case, or
+``METHODS``), its arguments taken from the request's fields of the same name; a request field no
+argument takes fails the step rather than being dropped."""
 
 from __future__ import annotations
 
@@ -43,9 +35,7 @@ def _argument(request: message.Message, name: str, param: inspect.Parameter) -> 
     """The request's field ``name`` as the client's argument takes it."""
     field = request.DESCRIPTOR.fields_by_name[name]
     value = getattr(request, name)
-    struct = field.message_type is not None and field.message_type.full_name.startswith(
-        "google.protobuf."
-    )
+    struct = getattr(field.message_type, "full_name", "").startswith("google.protobuf.")
     if field.is_repeated:
         return [json_format.MessageToDict(v) for v in value] if struct else list(value)
     if field.has_presence and not request.HasField(name):
@@ -57,11 +47,8 @@ def _argument(request: message.Message, name: str, param: inspect.Parameter) -> 
     return value
 
 
-def _arguments(
-    fn: Any, request: Any, timeout: float, used: set[str]
-) -> tuple[list[Any], dict[str, Any]]:
+def _arguments(fn: Any, request: Any, timeout: float, used: set[str]) -> dict[str, Any]:
     """The client method's arguments from the request (``used``: fields sent some other way)."""
-    args: list[Any] = []
     kwargs: dict[str, Any] = {}
     for name, param in inspect.signature(fn).parameters.items():
         value: Any
@@ -80,40 +67,28 @@ def _arguments(
             value = timeout
         else:
             continue
-        if param.kind == param.KEYWORD_ONLY:
-            kwargs[name] = value
-        else:
-            args.append(value)
+        kwargs[name] = value
     unsent = sorted(f.name for f, _ in request.ListFields() if f.name not in used)
     if unsent:
         raise ValueError(f"ContextEngineClient cannot send field(s) {unsent}")
-    return args, kwargs
+    return kwargs
 
 
 def _response(method: driver.Method, got: Any) -> message.Message:
     """The RPC's response, around what the client returned when that is one of its fields."""
     if isinstance(got, method.response):
         return got
-    out = method.response()
-    for field in out.DESCRIPTOR.fields:
-        if isinstance(got, message.Message) and field.message_type is got.DESCRIPTOR:
-            getattr(out, field.name).CopyFrom(got)
-            return out
-        if not isinstance(got, message.Message) and field.message_type is None:
-            setattr(out, field.name, got)
-            return out
+    for field in method.response.DESCRIPTOR.fields:
+        if field.message_type is getattr(got, "DESCRIPTOR", None):
+            return method.response(**{field.name: got})
     raise TypeError(f"{type(got).__name__} is no field of {method.response.__name__}")
 
 
 def _error(err: BaseException) -> dict[str, Any] | None:
     if not isinstance(err, RpcError):
         return None
-    return {
-        "code": err.code.name,
-        "message": err.message,
-        "reason": err.reason,
-        "metadata": err.metadata,
-    }
+    fields = ("message", "reason", "metadata")
+    return {"code": err.code.name} | {name: getattr(err, name) for name in fields}
 
 
 class ClientHarness:
@@ -144,20 +119,20 @@ class ClientHarness:
             request: Any = json_format.ParseDict(op.get("request") or {}, method.request())
             timeout = float(op.get("timeout_ms", driver.DEFAULT_CALL_TIMEOUT_MS)) / 1000
             tool = {"call", "invocation_id"} if rpc == "CallContextTool" else set()
-            args, kwargs = _arguments(fn, request, timeout, tool)
+            kwargs = _arguments(fn, request, timeout, tool)
         except (json_format.ParseError, ValueError) as err:
             return {"fail": str(err)}
         if kind == "open":
-            frames = fn(*args, **kwargs)
+            frames = fn(**kwargs)
             self.streams[op["stream"]] = driver.FrameReader(frames, _error, frames.aclose)
             return {}
         self.client.timeout = timeout  # one deadline over every attempt of this call
         try:
             if rpc == "CallContextTool":  # through the helper a model loop uses
-                tools = fn(*args, **kwargs)
+                tools = fn(**kwargs)
                 got = await tools.call(request.call, invocation_id=request.invocation_id)
             else:
-                got = await fn(*args, **kwargs)
+                got = await fn(**kwargs)
         except RpcError as err:
             return {"error": _error(err)}
         return {"response": driver.to_json(_response(method, got))}
