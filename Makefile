@@ -186,8 +186,8 @@ RUFF_PATHS := server $(PY_CLIENT) $(PY_ADK) tests bench scripts clients/conforma
 # store suites, which `make test-pythons` runs on 3.10 too, at 3.10 as well (without the module
 # that needs google-adk, which 3.10 does not collect).
 MYPY_ALL = $(BIN)/mypy \
-	&& $(BIN)/mypy --python-version 3.10 clients/conformance/python_runner.py \
-	  $(PY_CLIENT)/conformance/runner.py scripts/with_server.py scripts/check_commits.py \
+	&& $(BIN)/mypy --python-version 3.10 clients/conformance/driver.py \
+	  $(PY_CLIENT)/conformance/harness.py scripts/with_server.py scripts/check_commits.py \
 	  scripts/jvm_consumer.py \
 	&& $(BIN)/mypy --python-version 3.11 -p contextengine.adk -p tests -p bench \
 	&& $(BIN)/mypy --python-version 3.10 tests/core tests/store tests/conftest.py tests/pg_server.py \
@@ -252,10 +252,15 @@ ts-adk-check: ts-gen ts-adk-deps ## Biome and the strict type check of the ADK T
 	cd $(TS_ADK_DIR) && node_modules/.bin/biome ci --error-on-warnings --colors=off .
 	cd $(TS_ADK_DIR) && node_modules/.bin/tsc -p tsconfig.json
 
-PY_CONFORMANCE = '$(CURDIR)/$(BIN)/python clients/conformance/python_runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python.jsonl clients/conformance/scenarios'
-# The same scenarios through the Python client (ContextEngineClient), as the other languages' runners.
-PY_CLIENT_CONFORMANCE = '$(CURDIR)/$(BIN)/python $(PY_CLIENT)/conformance/runner.py --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/python-client.jsonl clients/conformance/scenarios'
-TS_CONFORMANCE = 'cd $(TS_DIR) && node_modules/.bin/tsx conformance/runner.ts --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/typescript.jsonl ../conformance/scenarios'
+# The conformance driver (clients/conformance/driver.py): scenarios, variables, matching and reports,
+# once; each runner is the driver with one harness (a process speaking JSON lines, README.md).
+# Without --harness it uses its built-in reference harness over raw gRPC stubs.
+CONFORMANCE_DRIVER = $(CURDIR)/$(BIN)/python clients/conformance/driver.py --target $$CONTEXTENGINE_TARGET
+CONFORMANCE_SCENARIOS = $(CURDIR)/clients/conformance/scenarios
+PY_CONFORMANCE = '$(CONFORMANCE_DRIVER) --report $(CONFORMANCE_REPORTS)/python.jsonl $(CONFORMANCE_SCENARIOS)'
+# The same scenarios through the Python client (ContextEngineClient), as the other languages' harnesses.
+PY_CLIENT_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name python-client --harness "$(CURDIR)/$(BIN)/python $(PY_CLIENT)/conformance/harness.py" --report $(CONFORMANCE_REPORTS)/python-client.jsonl $(CONFORMANCE_SCENARIOS)'
+TS_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name typescript --harness "cd $(TS_DIR) && exec node_modules/.bin/tsx conformance/harness.ts" --report $(CONFORMANCE_REPORTS)/typescript.jsonl $(CONFORMANCE_SCENARIOS)'
 TS_UNIT = 'cd $(TS_DIR) && node --import tsx --test test/*.test.ts'
 TS_ADK_UNIT = 'cd $(TS_ADK_DIR) && node --import tsx --test test/*.test.ts'
 # The TypeScript client as an outside project installs it, from its guide: npm pack, a fresh
@@ -264,10 +269,12 @@ TS_OUTSIDE = 'cd $(TS_DIR) && node --import tsx --test test/outside/*.test.ts' \
   'cd $(TS_ADK_DIR) && node --import tsx --test test/outside/*.test.ts'
 TS_ADK_EXAMPLE = 'cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts'
 JAVA_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
-JAVA_CONFORMANCE = 'cd $(JAVA_DIR) && java -cp "$(JAVA_CP)" dev.contextengine.conformance.Runner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/java.jsonl ../conformance/scenarios'
+# A JVM harness's class path, read by the harness command's shell (after its cd), not the driver's.
+JVM_HARNESS_CP = \$$(cat target/test-classpath.txt):target/classes:target/test-classes
+JAVA_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name java --harness "cd $(JAVA_DIR) && exec java -cp \"$(JVM_HARNESS_CP)\" dev.contextengine.conformance.Harness" --report $(CONFORMANCE_REPORTS)/java.jsonl $(CONFORMANCE_SCENARIOS)'
 JAVA_UNIT = 'cd $(JAVA_DIR) && ./mvnw -B -ntp -T1 surefire:test'
 KOTLIN_CP = $$(cat target/test-classpath.txt):target/classes:target/test-classes
-KOTLIN_CONFORMANCE = 'cd $(KOTLIN_DIR) && java -cp "$(KOTLIN_CP)" dev.contextengine.conformance.KotlinRunner --target $$CONTEXTENGINE_TARGET --report $(CONFORMANCE_REPORTS)/kotlin.jsonl ../conformance/scenarios'
+KOTLIN_CONFORMANCE = '$(CONFORMANCE_DRIVER) --name kotlin --harness "cd $(KOTLIN_DIR) && exec java -cp \"$(JVM_HARNESS_CP)\" dev.contextengine.conformance.KotlinHarness" --report $(CONFORMANCE_REPORTS)/kotlin.jsonl $(CONFORMANCE_SCENARIOS)'
 KOTLIN_UNIT = 'cd $(KOTLIN_DIR) && ../java/mvnw -B -ntp -T1 surefire:test'
 # The outside projects of the Java, Kotlin and ADK Java guides (scripts/jvm_consumer.py): each
 # guide's pom and first block, built in a fresh directory against the installed jars, run against
@@ -351,12 +358,13 @@ test-ts-adk: $(DEV_STAMP) ts-gen ts-adk-deps ## The ADK TypeScript drop-ins' tes
 ts-adk-example: ts-gen ts-adk-deps ## The ADK TypeScript example agent against a running sidecar
 	cd $(TS_ADK_DIR) && node_modules/.bin/tsx examples/travel_agent.ts $(ARGS)
 
-## Every client's conformance runner against one real server (reports in build/conformance/).
+## The conformance driver with every client's harness against one real server (reports in
+## build/conformance/).
 conformance: $(DEV_STAMP) ts-gen java-build kotlin-build ## Every client's conformance runner against one server
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) \
 	  $(JAVA_CONFORMANCE) $(KOTLIN_CONFORMANCE)
 
-## What `make test` runs for the clients: one server, every conformance runner, every client's
+## What `make test` runs for the clients: one server, the conformance driver with every harness, every client's
 ## unit tests; any failure fails the build.
 test-clients: $(DEV_STAMP) ts-check ts-adk-check java-build kotlin-build java-adk-build adk-parity ## Every client's conformance and unit tests, the ADK parity run
 	$(BIN)/python scripts/with_server.py $(PY_CONFORMANCE) $(PY_CLIENT_CONFORMANCE) $(TS_CONFORMANCE) $(TS_UNIT) \

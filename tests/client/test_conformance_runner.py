@@ -1,11 +1,13 @@
-"""The conformance scenarios through the Python client's runner (clients/python/conformance/
-runner.py) against an in-process server on the in-memory store: every step sent through
-ContextEngineClient passes, as it does in `make conformance` against `contextengine serve`."""
+"""The conformance scenarios through the driver and the Python client's harness
+(clients/python/conformance/harness.py, in this process) against an in-process server on the
+in-memory store: every step sent through ContextEngineClient passes, as it does in
+`make conformance` against `contextengine serve`."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -13,10 +15,12 @@ from typing import Any
 
 import pytest
 
+from contextengine.client import ContextEngineClient
 from contextengine.testing import start_local_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "clients" / "conformance" / "scenarios"
+NAME = "python-client"
 
 
 def _load(path: Path, name: str) -> ModuleType:
@@ -29,16 +33,18 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-client_runner = _load(ROOT / "clients" / "python" / "conformance" / "runner.py", "client_runner")
-SCENARIO_LIST = client_runner.ref.load_scenarios(SCENARIOS)
+harness = _load(ROOT / "clients" / "python" / "conformance" / "harness.py", "client_harness")
+driver = harness.driver
+SCENARIO_LIST = driver.load_scenarios(SCENARIOS)
 
 
 @pytest.mark.parametrize("scenario", SCENARIO_LIST, ids=[s.name for s in SCENARIO_LIST])
 async def test_scenario_passes_through_the_client(scenario: Any) -> None:
     results: list[Any] = []
     async with start_local_server(":memory:") as server:
-        counts = await client_runner.run_all(server.target, [scenario], results.append)
-    failures = [r.as_json(client_runner.NAME) for r in results if r.status == "fail"]
+        local = driver.LocalHarness(harness.ClientHarness())
+        counts = await driver.run_all(local, server.target, [scenario], results.append, NAME)
+    failures = [r.as_json(NAME) for r in results if r.status == "fail"]
     assert counts == (1, 0), json.dumps(failures, indent=2)
 
 
@@ -50,4 +56,8 @@ def test_every_unary_rpc_of_the_scenarios_has_a_client_method() -> None:
         for kind in ("call", "poll")
         if kind in step
     }
-    assert used <= set(client_runner.RPCS)
+    methods = {
+        rpc: harness.METHODS.get(rpc, re.sub(r"(?<!^)([A-Z])", r"_\1", rpc).lower())
+        for rpc in (name.split("/")[1] for name in used)
+    }
+    assert all(hasattr(ContextEngineClient, m) for m in methods.values()), methods

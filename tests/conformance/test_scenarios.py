@@ -1,8 +1,9 @@
 """The shared conformance scenarios (clients/conformance/) against a real server, through the
-Python reference runner; plus the scenario files' format and the matcher's shared cases.
+driver and its reference harness (raw gRPC); plus the scenario files' format and the matcher's
+shared cases (the one matcher: the driver's).
 
-`make test` also runs the runner as a command line against one `contextengine serve` process,
-together with every other client's runner (scripts/with_server.py).
+`make test` also runs the driver as a command line against one `contextengine serve` process,
+with the reference harness and every client's harness (scripts/with_server.py).
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ SCENARIOS = CONFORMANCE / "scenarios"
 
 
 def _runner() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("python_runner", CONFORMANCE / "python_runner.py")
+    spec = importlib.util.spec_from_file_location("driver", CONFORMANCE / "driver.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("python_runner", module)
+    sys.modules.setdefault("driver", module)
     spec.loader.exec_module(module)
     return module
 
@@ -82,6 +83,7 @@ def test_matcher_case(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("scenario", SCENARIO_LIST, ids=NAMES)
 async def test_scenario_passes(server: ContextEngineServer, scenario: Any) -> None:
     results: list[Any] = []
-    ok = await runner.run_all(server.target, [scenario], results.append)
+    harness = runner.LocalHarness(runner.RawHarness())
+    ok = await runner.run_all(harness, server.target, [scenario], results.append)
     failures = [r.as_json() for r in results if r.status == "fail"]
     assert ok == (1, 0), json.dumps(failures, indent=2)

@@ -10,7 +10,6 @@ import com.google.gson.Gson;
 import com.google.protobuf.Any;
 import com.google.protobuf.util.JsonFormat;
 import com.google.rpc.ErrorInfo;
-import dev.contextengine.conformance.Match;
 import dev.contextengine.v1.Content;
 import dev.contextengine.v1.ErrorReason;
 import dev.contextengine.v1.Event;
@@ -28,13 +27,10 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
-import org.yaml.snakeyaml.LoaderOptions;
-import org.yaml.snakeyaml.Yaml;
-import org.yaml.snakeyaml.constructor.SafeConstructor;
 
 /**
  * The shared contract without a server: error mapping for every reason of errors.proto, the
- * fingerprint vectors, the golden events and the conformance matcher cases.
+ * fingerprint vectors and the golden events (the conformance matcher is the Python driver's).
  */
 class ContractTest {
   private static final Path GOLDEN = Sidecar.REPO.resolve("tests/golden");
@@ -234,39 +230,5 @@ class ContractTest {
                               back);
                       assertEquals(fromBinary, back.build(), "binary -> JSON -> message");
                     }));
-  }
-
-  // --- the conformance matcher ------------------------------------------------------------------
-
-  @TestFactory
-  Stream<DynamicTest> matcherCases() throws IOException {
-    Yaml yaml = new Yaml(new SafeConstructor(new LoaderOptions()));
-    Map<String, Object> data =
-        yaml.load(Files.readString(Sidecar.REPO.resolve("clients/conformance/matcher_cases.yaml")));
-    List<Map<String, Object>> cases = list(data.get("cases"));
-    return cases.stream()
-        .map(
-            c ->
-                DynamicTest.dynamicTest(
-                    (String) c.get("name"),
-                    () -> {
-                      Object actual = c.containsKey("actual") ? c.get("actual") : Match.MISSING;
-                      boolean matched = true;
-                      try {
-                        Match.match(c.get("expected"), actual, "$");
-                      } catch (Match.StepFailure e) {
-                        matched = false;
-                      }
-                      assertEquals(c.get("ok"), matched);
-                    }));
-  }
-
-  @Test
-  void substituteKeepsTheTypeOfAWholeStringReference() {
-    Map<String, Object> vars = Map.of("app", "demo", "seq", "3", "n", 4);
-    assertEquals(
-        Map.of("a", "demo-x", "b", 4, "c", List.of("3")),
-        Match.substitute(Map.of("a", "${app}-x", "b", "${n}", "c", List.of("${seq}")), vars));
-    assertThrows(Match.ScenarioError.class, () -> Match.substitute("${nope}", vars));
   }
 }

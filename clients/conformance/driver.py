@@ -1,14 +1,21 @@
-"""The reference conformance runner: runs the YAML scenarios against a live sidecar over raw gRPC.
+"""The conformance driver: runs the YAML scenarios against a live sidecar through a harness.
 
-    python clients/conformance/python_runner.py --target 127.0.0.1:50151 clients/conformance/scenarios
+    python clients/conformance/driver.py --target 127.0.0.1:50151 clients/conformance/scenarios
+    python clients/conformance/driver.py --target 127.0.0.1:50151 --name typescript \
+        --harness 'cd clients/typescript && exec node_modules/.bin/tsx conformance/harness.ts' \
+        clients/conformance/scenarios
 
-It speaks to the server through generic stubs built from the generated descriptors (not through
-the Python client), so it pins the server's wire contract; each other language's runner executes
-the same files through its own client. The scenario format is in clients/conformance/README.md.
+Everything a scenario means lives here once: loading and shape checks, variables and captures,
+the matcher, polls, heartbeats, stream cursors and resumes, and the report. A *harness* only
+turns one step into one call of its language's client and gives the answer back, as one JSON
+object per line on its stdin and stdout (the protocol is in clients/conformance/README.md,
+"Adding a runner for another language"). Without ``--harness`` the driver uses its built-in
+reference harness, which talks raw gRPC through generic stubs built from the generated descriptors
+(not through a client), so it pins the server's wire contract.
 
 Output: one JSON object per line for every step and every scenario (``runner``, ``scenario``,
 ``step``, ``status`` pass/fail/skip, ``message``, ``ms``), then a closing line
-``conformance (python): N passed, M failed``. Exit status 0 when every scenario passed.
+``conformance (<name>): N passed, M failed``. Exit status 0 when every scenario passed.
 """
 
 from __future__ import annotations
@@ -23,10 +30,10 @@ import re
 import secrets
 import sys
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, Protocol, cast
 
 import grpc
 import yaml
@@ -36,12 +43,13 @@ from google.rpc import error_details_pb2, status_pb2
 import contextengine.v1
 
 # Importing every generated module registers its descriptors (services included) in the default
-# pool, so that an RPC added to the protos is callable from scenarios without touching the runner.
+# pool, so that an RPC added to the protos is callable from scenarios without touching the driver.
 for _module in pkgutil.iter_modules(contextengine.v1.__path__):
     if _module.name.endswith("_pb2"):
         importlib.import_module(f"contextengine.v1.{_module.name}")
 
 PACKAGE = "contextengine.v1"
+
 RUNNER = "python"
 DEFAULT_CALL_TIMEOUT_MS = 10_000
 DEFAULT_FRAME_TIMEOUT_MS = 5_000
@@ -297,7 +305,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-# --- gRPC plumbing -------------------------------------------------------------------------------
+# --- methods -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -332,46 +340,6 @@ def to_json(msg: message.Message) -> Any:
     return json_format.MessageToDict(msg, preserving_proto_field_name=True)
 
 
-@dataclass
-class Failure:
-    """A gRPC error as code name, reason and metadata."""
-
-    code: str
-    message: str
-    reason: str
-    metadata: dict[str, str]
-
-    def as_json(self) -> dict[str, Any]:
-        return {"code": self.code, "reason": self.reason, "metadata": self.metadata}
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.reason}: {self.message} {self.metadata}"
-
-
-def failure_of(err: grpc.aio.AioRpcError) -> Failure:
-    reason, metadata = "", {}
-    for key, value in err.trailing_metadata() or ():
-        if key == "grpc-status-details-bin" and isinstance(value, bytes):
-            status = status_pb2.Status.FromString(value)
-            for detail in status.details:
-                if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                    info = error_details_pb2.ErrorInfo()
-                    detail.Unpack(info)
-                    reason, metadata = info.reason, dict(info.metadata)
-                    break
-    return Failure(err.code().name, err.details() or "", reason, metadata)
-
-
-def check_error(expected: Mapping[str, Any], got: Failure) -> None:
-    unknown = set(expected) - {"code", "reason", "metadata"}
-    if unknown:
-        raise ScenarioError(f"unknown error key(s) {sorted(unknown)}")
-    match(dict(expected), got.as_json(), "error")
-
-
-# --- streams -------------------------------------------------------------------------------------
-
-
 def frame_cursor(frame: Mapping[str, Any]) -> str:
     for kind in ("event", "caught_up", "heartbeat"):
         if kind in frame:
@@ -382,82 +350,251 @@ def frame_cursor(frame: Mapping[str, Any]) -> str:
     return ""
 
 
+# --- the harness protocol ------------------------------------------------------------------------
+
+Json = dict[str, Any]
+
+
+class Harness(Protocol):
+    """One language's client behind the JSON-lines protocol: ``send`` gives one op, gets its reply."""
+
+    async def send(self, op: Json) -> Json: ...
+
+    async def aclose(self) -> None: ...
+
+
+class HarnessFaultError(Exception):
+    """The harness broke the protocol (exited, no answer, not JSON): the run stops."""
+
+
 @dataclass
-class Stream:
-    """A server stream opened on a raw channel (``transport``); another runner subclasses it to
-    open the stream some other way (``open``, ``read``, ``close``, ``errors``, ``failure``)."""
+class Failure:
+    """A gRPC error as the protocol carries it: code name, message, ErrorInfo reason and metadata."""
 
-    #: what a failed read raises
-    errors: ClassVar[tuple[type[Exception], ...]] = (grpc.aio.AioRpcError,)
+    code: str
+    message: str = ""
+    reason: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
 
-    method: Method
-    request: dict[str, Any]
-    transport: Any
-    call: Any = None
-    error: Failure | None = None
-    ended: bool = False
-    cursor: str = ""
-    pending: asyncio.Task[Any] | None = None
+    def as_json(self) -> Json:
+        return {"code": self.code, "reason": self.reason, "metadata": self.metadata}
 
-    def open(self) -> None:
-        request = json_format.ParseDict(self.request, self.method.request())
-        callable_: Any = self.transport.unary_stream(
-            self.method.path,
-            request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=self.method.response.FromString,
-        )
-        self.call = callable_(request)
-        self.error, self.ended, self.pending = None, False, None
+    def __str__(self) -> str:
+        return f"{self.code} {self.reason}: {self.message} {self.metadata}"
 
-    async def read(self) -> message.Message | None:
-        """The next message of the open stream; None when it ended."""
-        frame = await self.call.read()
-        return None if frame is grpc.aio.EOF else cast(message.Message, frame)
 
-    def failure(self, err: Exception) -> Failure:
-        return failure_of(cast(grpc.aio.AioRpcError, err))
+def failure(reply: Mapping[str, Any]) -> Failure:
+    err = reply["error"]
+    return Failure(
+        str(err.get("code", "")),
+        str(err.get("message", "")),
+        str(err.get("reason", "")),
+        dict(err.get("metadata") or {}),
+    )
 
-    async def next_frame(self, timeout_s: float) -> dict[str, Any] | None:
-        """The next frame; None when nothing came in time. Raises _StreamEndedError / _StreamFailedError."""
-        if self.error is not None:
-            raise _StreamFailedError(self.error)
-        if self.ended:
-            raise _StreamEndedError()
+
+def check_error(expected: Mapping[str, Any], got: Failure) -> None:
+    unknown = set(expected) - {"code", "reason", "metadata"}
+    if unknown:
+        raise ScenarioError(f"unknown error key(s) {sorted(unknown)}")
+    match(dict(expected), got.as_json(), "error")
+
+
+class ProcessHarness:
+    """A harness process (``command``, a shell string) speaking JSON lines on stdin/stdout."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def send(self, op: Json) -> Json:
+        if self.process is None:
+            self.process = await asyncio.create_subprocess_shell(
+                self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=1 << 26,
+            )
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None
+        assert stdout is not None
+        stdin.write(json.dumps(op, ensure_ascii=False).encode() + b"\n")
+        await stdin.drain()
+        # The harness answers within the op's own timeout; a generous margin covers a JVM's start.
+        wait = float(op.get("timeout_ms", DEFAULT_CALL_TIMEOUT_MS)) / 1000 + 60
+        reading = asyncio.ensure_future(stdout.readline())
+        if not (await asyncio.wait({reading}, timeout=wait))[0]:
+            reading.cancel()
+            raise HarnessFaultError(f"no answer to {op['op']} within {wait:.0f} s")
+        line = reading.result()
+        if not line:
+            raise HarnessFaultError(f"the harness exited (status {await self.process.wait()})")
+        try:
+            return cast(Json, json.loads(line))
+        except json.JSONDecodeError:
+            raise HarnessFaultError(f"not a JSON line: {line[:200]!r}") from None
+
+    async def aclose(self) -> None:
+        process, self.process = self.process, None
+        if process is None:
+            return
+        assert process.stdin is not None
+        process.stdin.close()
+        waiting = asyncio.ensure_future(process.wait())
+        if not (await asyncio.wait({waiting}, timeout=10))[0]:
+            process.kill()
+        await waiting
+
+
+class LocalHarness:
+    """A harness object in this process (``handle(op) -> reply``), its messages passed as JSON."""
+
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+
+    async def send(self, op: Json) -> Json:
+        reply = await self.handler.handle(json.loads(json.dumps(op)))
+        return cast(Json, json.loads(json.dumps(reply)))
+
+    async def aclose(self) -> None:
+        await self.handler.handle({"op": "shutdown"})
+
+
+class FrameReader:
+    """A stream's frames one ``next`` at a time (for Python harnesses): a read that outlives its
+    timeout stays pending for the next ``next``; ``error_of`` turns a failure into the protocol's
+    error object (other exceptions propagate)."""
+
+    def __init__(
+        self,
+        frames: AsyncIterator[message.Message],
+        error_of: Callable[[BaseException], Json | None],
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.frames, self.error_of, self._close = frames, error_of, close
+        self.pending: asyncio.Future[message.Message] | None = None
+
+    async def next(self, timeout_ms: float) -> Json:
         if self.pending is None:
-            self.pending = asyncio.ensure_future(self.read())
-        done, _ = await asyncio.wait({self.pending}, timeout=timeout_s)
+            self.pending = asyncio.ensure_future(anext(self.frames))
+        done, _ = await asyncio.wait({self.pending}, timeout=max(timeout_ms, 0) / 1000)
         if not done:
-            return None
+            return {"timeout": True}
         task, self.pending = self.pending, None
         try:
-            frame = task.result()
-        except self.errors as err:
-            self.error = self.failure(err)
-            raise _StreamFailedError(self.error) from None
-        if frame is None:
-            self.ended = True
-            raise _StreamEndedError()
-        data = to_json(frame)
-        self.cursor = frame_cursor(data) or self.cursor
-        return cast(dict[str, Any], data)
+            return {"frame": to_json(task.result())}
+        except StopAsyncIteration:
+            return {"end": True}
+        except Exception as err:
+            error = self.error_of(err)
+            if error is None:
+                raise
+            return {"error": error}
 
     async def close(self) -> None:
         if self.pending is not None:
             self.pending.cancel()
+            with contextlib.suppress(BaseException):
+                await self.pending
             self.pending = None
-        if self.call is not None:
-            self.call.cancel()
-            self.call = None
+        if self._close is not None:
+            await self._close()
 
 
-class _StreamEndedError(Exception):
-    pass
+async def serve_stdio(handler: Any) -> None:
+    """A Python harness's main loop: one op per stdin line, one reply per stdout line."""
+    loop = asyncio.get_running_loop()
+    try:
+        while line := await loop.run_in_executor(None, sys.stdin.readline):
+            try:
+                reply = await handler.handle(json.loads(line))
+            except Exception as err:  # a bug of the harness: the step fails, the run goes on
+                reply = {"fail": f"harness: {type(err).__name__}: {err}"}
+            print(json.dumps(reply, ensure_ascii=False), flush=True)
+    finally:
+        await handler.handle({"op": "shutdown"})
 
 
-class _StreamFailedError(Exception):
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(str(failure))
-        self.failure = failure
+# --- the reference harness: raw gRPC -------------------------------------------------------------
+
+
+def grpc_error(err: BaseException) -> Json | None:
+    """A grpc.aio error as the protocol's error object (ErrorInfo from grpc-status-details-bin)."""
+    if not isinstance(err, grpc.aio.AioRpcError):
+        return None
+    out: Json = {"code": err.code().name, "message": err.details() or ""}
+    for key, value in err.trailing_metadata() or ():
+        if key == "grpc-status-details-bin" and isinstance(value, bytes):
+            for detail in status_pb2.Status.FromString(value).details:
+                if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                    info = error_details_pb2.ErrorInfo()
+                    detail.Unpack(info)
+                    out.update(reason=info.reason, metadata=dict(info.metadata))
+                    break
+    return out
+
+
+def parse_request(method: Method, request: Any) -> message.Message:
+    try:
+        return json_format.ParseDict(request or {}, method.request())
+    except json_format.ParseError as err:
+        raise ScenarioError(f"request does not parse as {method.request.__name__}: {err}") from None
+
+
+class RawHarness:
+    """Every op as a raw gRPC call on one channel, through generic stubs (the reference)."""
+
+    def __init__(self) -> None:
+        self.channel: grpc.aio.Channel | None = None
+        self.streams: dict[str, FrameReader] = {}
+
+    async def handle(self, op: Json) -> Json:
+        kind = op["op"]
+        if kind == "connect":
+            self.channel = grpc.aio.insecure_channel(op["target"])
+            return {}
+        if kind == "shutdown":
+            for name in list(self.streams):
+                await self.streams.pop(name).close()
+            if self.channel is not None:
+                await self.channel.close()
+            return {}
+        assert self.channel is not None
+        if kind == "close":
+            stream = self.streams.pop(op["stream"], None)
+            if stream is not None:
+                await stream.close()
+            return {}
+        if kind == "next":
+            return await self.streams[op["stream"]].next(float(op["timeout_ms"]))
+        method = resolve(op["method"])
+        try:
+            request = parse_request(method, op.get("request"))
+        except ScenarioError as err:
+            return {"fail": str(err)}
+        if kind == "open":
+            opener: Any = self.channel.unary_stream(
+                method.path,
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=method.response.FromString,
+            )
+            call = opener(request)
+
+            async def cancel() -> None:
+                call.cancel()
+
+            self.streams[op["stream"]] = FrameReader(aiter(call), grpc_error, cancel)
+            return {}
+        unary: Any = self.channel.unary_unary(
+            method.path,
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=method.response.FromString,
+        )
+        try:
+            response = await unary(request, timeout=float(op["timeout_ms"]) / 1000)
+        except grpc.aio.AioRpcError as err:
+            return {"error": grpc_error(err)}
+        return {"response": to_json(response)}
 
 
 # --- scenarios -----------------------------------------------------------------------------------
@@ -541,27 +678,36 @@ class Result:
         return out
 
 
+# --- the driver ----------------------------------------------------------------------------------
+
+
 @dataclass
-class Runner:
-    """Runs scenarios over raw gRPC on ``channel``. The runner that goes through the Python client
-    (clients/python/conformance/runner.py) subclasses it: ``unary``, ``stream_type``, ``transport``,
-    ``rpc_errors`` and ``failure`` are how a step reaches the server."""
+class Stream:
+    """A stream the scenario opened: the harness holds the call, the driver its cursor and end."""
 
-    #: the runner's name in the records and in the scenarios' app names
-    name: ClassVar[str] = RUNNER
-    #: what a failed unary call raises
-    rpc_errors: ClassVar[tuple[type[Exception], ...]] = (grpc.aio.AioRpcError,)
-    stream_type: ClassVar[type[Stream]] = Stream
+    method: Method
+    request: Json
+    cursor: str = ""
+    outcome: Json | None = None  # the end or the failure, once seen
 
-    channel: grpc.aio.Channel
+
+class _EndedError(Exception):
+    pass
+
+
+class _FailedError(Exception):
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
+@dataclass
+class Driver:
+    """Runs scenarios through ``harness``; ``name`` is the runner's name in the records and apps."""
+
+    harness: Harness
+    name: str = RUNNER
     emit: Callable[[Result], None] = field(default=lambda _result: None)
-
-    def transport(self) -> Any:
-        """What a stream is opened on."""
-        return self.channel
-
-    def failure(self, err: Exception) -> Failure:
-        return failure_of(cast(grpc.aio.AioRpcError, err))
 
     async def run(self, scenario: Scenario) -> bool:
         started = time.perf_counter()
@@ -573,10 +719,9 @@ class Runner:
         run_id = secrets.token_hex(4)
         variables: dict[str, Any] = {"run": run_id, "app": f"conf-{self.name}-{run_id}"}
         streams: dict[str, Stream] = {}
-        steps = scenario.data["steps"]
         ok = True
         try:
-            for i, step in enumerate(steps):
+            for i, step in enumerate(scenario.data["steps"]):
                 t0 = time.perf_counter()
                 label = step_label(step)
                 if not ok:
@@ -592,30 +737,48 @@ class Runner:
                 ms = (time.perf_counter() - t0) * 1000
                 self.emit(Result(scenario.name, i, "pass", "", ms, label))
         finally:
-            for stream in streams.values():
-                await stream.close()
+            for name in streams:
+                await self.harness.send({"op": "close", "stream": name})
         ms = (time.perf_counter() - started) * 1000
         self.emit(Result(scenario.name, None, "pass" if ok else "fail", "", ms))
         return ok
 
-    async def unary(self, method: Method, request: Mapping[str, Any], timeout_ms: float) -> Any:
-        if method.streaming:
-            raise ScenarioError(f"{method.name} is a stream: use subscribe")
-        try:
-            req = json_format.ParseDict(dict(request), method.request())
-        except json_format.ParseError as err:
-            raise ScenarioError(
-                f"request does not parse as {method.request.__name__}: {err}"
-            ) from None
-        callable_: Any = self.channel.unary_unary(
-            method.path,
-            request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=method.response.FromString,
-        )
-        return await callable_(req, timeout=timeout_ms / 1000)
+    async def send(self, op: Json) -> Json:
+        reply = await self.harness.send(op)
+        if "fail" in reply:
+            raise StepFailure(str(reply["fail"]))
+        return reply
+
+    async def unary(self, name: str, request: Any, timeout_ms: float) -> Json:
+        """The reply to a unary call: ``response`` or ``error``."""
+        if resolve(name).streaming:
+            raise ScenarioError(f"{name} is a stream: use subscribe")
+        op = {"op": "call", "method": name, "request": request, "timeout_ms": timeout_ms}
+        return await self.send(op)
+
+    async def open(self, name: str, stream: Stream) -> None:
+        op = {"op": "open", "stream": name, "method": stream.method.name, "request": stream.request}
+        reply = await self.send(op)
+        stream.outcome = reply if "error" in reply else None
+
+    async def next_frame(self, name: str, stream: Stream, timeout_s: float) -> Json | None:
+        """The next frame; None when nothing came in time. Raises _EndedError / _FailedError."""
+        if stream.outcome is None:
+            op = {"op": "next", "stream": name, "timeout_ms": round(timeout_s * 1000)}
+            reply = await self.send(op)
+            if "frame" in reply:
+                frame = cast(Json, reply["frame"])
+                stream.cursor = frame_cursor(frame) or stream.cursor
+                return frame
+            if "timeout" in reply:
+                return None
+            stream.outcome = reply
+        if "error" in stream.outcome:
+            raise _FailedError(failure(stream.outcome))
+        raise _EndedError()
 
     async def step(
-        self, step: Mapping[str, Any], variables: dict[str, Any], streams: dict[str, Stream]
+        self, step: Mapping[str, Any], variables: Json, streams: dict[str, Stream]
     ) -> None:
         kind = step_kind(step)
         if kind == "call":
@@ -628,68 +791,61 @@ class Runner:
                 raise ScenarioError(f"{method.name} is not a stream")
             name = step["stream"]
             if name in streams:
-                await streams[name].close()
-            request = substitute(step.get("request") or {}, variables)
-            stream = self.stream_type(method, request, self.transport())
-            stream.open()
-            streams[name] = stream
-        elif kind == "expect_frames":
-            await self._expect_frames(step, variables, _stream(streams, step["expect_frames"]))
-        elif kind == "expect_no_frames":
-            await self._expect_no_frames(step, _stream(streams, step["expect_no_frames"]))
-        elif kind == "expect_stream_error":
-            await self._expect_stream_error(
-                step, variables, _stream(streams, step["expect_stream_error"])
-            )
-        elif kind == "disconnect":
-            await _stream(streams, step["disconnect"]).close()
-        elif kind == "resume":
-            stream = _stream(streams, step["resume"])
-            await stream.close()
-            if stream.cursor and stream.method.name.endswith("/SubscribeEvents"):
-                scope = stream.request.get("scope", "SUBSCRIPTION_SCOPE_UNSPECIFIED")
-                if scope in ("SUBSCRIPTION_SCOPE_UNSPECIFIED", "SUBSCRIPTION_SCOPE_SESSION", 0, 1):
-                    stream.request["after_sequence"] = stream.cursor
-                else:
-                    stream.request["after_cursor"] = stream.cursor
-            stream.open()
+                await self.send({"op": "close", "stream": name})
+            streams[name] = Stream(method, substitute(step.get("request") or {}, variables))
+            await self.open(name, streams[name])
         elif kind == "sleep_ms":
             await asyncio.sleep(float(step["sleep_ms"]) / 1000)
+        else:
+            name = step[kind]
+            if name not in streams:
+                raise ScenarioError(f"no stream named {name!r} (subscribe first)")
+            stream = streams[name]
+            if kind == "expect_frames":
+                await self._expect_frames(step, variables, name, stream)
+            elif kind == "expect_no_frames":
+                await self._expect_no_frames(step, name, stream)
+            elif kind == "expect_stream_error":
+                await self._expect_stream_error(step, variables, name, stream)
+            elif kind == "disconnect":
+                await self.send({"op": "close", "stream": name})
+            elif kind == "resume":
+                await self.send({"op": "close", "stream": name})
+                if stream.cursor and stream.method.name.endswith("/SubscribeEvents"):
+                    scope = stream.request.get("scope", "SUBSCRIPTION_SCOPE_UNSPECIFIED")
+                    session = ("SUBSCRIPTION_SCOPE_UNSPECIFIED", "SUBSCRIPTION_SCOPE_SESSION", 0, 1)
+                    key = "after_sequence" if scope in session else "after_cursor"
+                    stream.request[key] = stream.cursor
+                await self.open(name, stream)
 
-    async def _call(self, step: Mapping[str, Any], variables: dict[str, Any]) -> None:
-        method = resolve(step["call"])
+    async def _call(self, step: Mapping[str, Any], variables: Json) -> None:
         request = substitute(step.get("request") or {}, variables)
         timeout_ms = float(step.get("timeout_ms", DEFAULT_CALL_TIMEOUT_MS))
-        try:
-            response = await self.unary(method, request, timeout_ms)
-        except self.rpc_errors as err:
-            failure = self.failure(err)
+        reply = await self.unary(step["call"], request, timeout_ms)
+        if "error" in reply:
             if "expect_error" not in step:
-                raise StepFailure(f"unexpected error: {failure}") from None
-            check_error(substitute(step["expect_error"], variables), failure)
+                raise StepFailure(f"unexpected error: {failure(reply)}")
+            check_error(substitute(step["expect_error"], variables), failure(reply))
             return
+        data = reply["response"]
         if "expect_error" in step:
-            raise StepFailure(f"expected an error, got {json.dumps(to_json(response))}")
-        data = to_json(response)
+            raise StepFailure(f"expected an error, got {json.dumps(data)}")
         if "expect" in step:
             match(substitute(step["expect"], variables), data, "response")
         for name, path in (step.get("capture") or {}).items():
             variables[name] = lookup(data, path)
 
-    async def _poll(self, step: Mapping[str, Any], variables: dict[str, Any]) -> None:
-        method = resolve(step["poll"])
+    async def _poll(self, step: Mapping[str, Any], variables: Json) -> None:
         request = substitute(step.get("request") or {}, variables)
         until = substitute(step.get("until") or {}, variables)
         timeout_ms = float(step.get("timeout_ms", DEFAULT_POLL_TIMEOUT_MS))
         interval = float(step.get("interval_ms", DEFAULT_POLL_INTERVAL_MS)) / 1000
         deadline = time.monotonic() + timeout_ms / 1000
-        last: Any = None
         while True:
-            try:
-                response = await self.unary(method, request, DEFAULT_CALL_TIMEOUT_MS)
-            except self.rpc_errors as err:
-                raise StepFailure(f"unexpected error while polling: {self.failure(err)}") from None
-            last = to_json(response)
+            reply = await self.unary(step["poll"], request, DEFAULT_CALL_TIMEOUT_MS)
+            if "error" in reply:
+                raise StepFailure(f"unexpected error while polling: {failure(reply)}")
+            last = reply["response"]
             try:
                 match(until, last, "response")
             except StepFailure as err:
@@ -702,49 +858,42 @@ class Runner:
             variables[name] = lookup(last, path)
 
     async def _expect_frames(
-        self, step: Mapping[str, Any], variables: dict[str, Any], stream: Stream
+        self, step: Mapping[str, Any], variables: Json, name: str, stream: Stream
     ) -> None:
         expected = substitute(step.get("frames") or [], variables)
-        timeout_s = float(step.get("timeout_ms", DEFAULT_FRAME_TIMEOUT_MS)) / 1000
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + float(step.get("timeout_ms", DEFAULT_FRAME_TIMEOUT_MS)) / 1000
         received: list[Any] = []
         for i, exp in enumerate(expected):
-            frame = await self._next_non_heartbeat(stream, deadline, exp, f"frame {i}")
+            wants_heartbeat = isinstance(exp, dict) and "heartbeat" in exp
+            what = f"frame {i}"
+            while True:
+                remaining = deadline - time.monotonic()
+                try:
+                    frame = (
+                        await self.next_frame(name, stream, remaining) if remaining > 0 else None
+                    )
+                except _EndedError:
+                    raise StepFailure(f"the stream ended before {what}") from None
+                except _FailedError as err:
+                    raise StepFailure(f"the stream failed before {what}: {err.failure}") from None
+                if frame is None:
+                    raise StepFailure(f"timed out waiting for {what}")
+                if "heartbeat" not in frame or wants_heartbeat:
+                    break
             try:
                 match(exp, frame, f"frames[{i}]")
             except StepFailure as err:
                 raise StepFailure(f"{err} (frame: {json.dumps(frame)})") from None
             received.append(frame)
-        for name, path in (step.get("capture") or {}).items():
-            variables[name] = lookup({"frames": received}, path)
+        for var, path in (step.get("capture") or {}).items():
+            variables[var] = lookup({"frames": received}, path)
 
-    async def _next_non_heartbeat(
-        self, stream: Stream, deadline: float, expected: Any, what: str
-    ) -> dict[str, Any]:
-        wants_heartbeat = isinstance(expected, dict) and "heartbeat" in expected
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise StepFailure(f"timed out waiting for {what}")
-            try:
-                frame = await stream.next_frame(remaining)
-            except _StreamEndedError:
-                raise StepFailure(f"the stream ended before {what}") from None
-            except _StreamFailedError as err:
-                raise StepFailure(f"the stream failed before {what}: {err.failure}") from None
-            if frame is None:
-                raise StepFailure(f"timed out waiting for {what}")
-            if "heartbeat" in frame and not wants_heartbeat:
-                continue
-            return frame
-
-    async def _expect_no_frames(self, step: Mapping[str, Any], stream: Stream) -> None:
-        within = float(step.get("within_ms", DEFAULT_QUIET_MS)) / 1000
-        deadline = time.monotonic() + within
+    async def _expect_no_frames(self, step: Mapping[str, Any], name: str, stream: Stream) -> None:
+        deadline = time.monotonic() + float(step.get("within_ms", DEFAULT_QUIET_MS)) / 1000
         while (remaining := deadline - time.monotonic()) > 0:
             try:
-                frame = await stream.next_frame(remaining)
-            except (_StreamEndedError, _StreamFailedError):
+                frame = await self.next_frame(name, stream, remaining)
+            except (_EndedError, _FailedError):
                 return
             if frame is None:
                 return
@@ -752,20 +901,17 @@ class Runner:
                 raise StepFailure(f"expected no frame, got {json.dumps(frame)}")
 
     async def _expect_stream_error(
-        self, step: Mapping[str, Any], variables: dict[str, Any], stream: Stream
+        self, step: Mapping[str, Any], variables: Json, name: str, stream: Stream
     ) -> None:
-        timeout_s = float(step.get("timeout_ms", DEFAULT_FRAME_TIMEOUT_MS)) / 1000
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + float(step.get("timeout_ms", DEFAULT_FRAME_TIMEOUT_MS)) / 1000
         expected = substitute(step.get("error") or {}, variables)
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise StepFailure("timed out waiting for the stream to fail")
             try:
-                frame = await stream.next_frame(remaining)
-            except _StreamEndedError:
+                frame = await self.next_frame(name, stream, remaining) if remaining > 0 else None
+            except _EndedError:
                 raise StepFailure("the stream ended without an error") from None
-            except _StreamFailedError as err:
+            except _FailedError as err:
                 check_error(expected, err.failure)
                 return
             if frame is None:
@@ -774,51 +920,42 @@ class Runner:
                 raise StepFailure(f"expected the stream to fail, got {json.dumps(frame)}")
 
 
-def _stream(streams: Mapping[str, Stream], name: str) -> Stream:
-    if name not in streams:
-        raise ScenarioError(f"no stream named {name!r} (subscribe first)")
-    return streams[name]
-
-
 # --- command line --------------------------------------------------------------------------------
 
 
 async def run_all(
+    harness: Harness,
     target: str,
     scenarios: Sequence[Scenario],
     emit: Callable[[Result], None],
+    name: str = RUNNER,
 ) -> tuple[int, int]:
-    async with grpc.aio.insecure_channel(target) as channel:
-        return await run_scenarios(Runner(channel, emit), scenarios)
-
-
-async def run_scenarios(runner: Runner, scenarios: Sequence[Scenario]) -> tuple[int, int]:
-    """Runs the scenarios one after the other: (passed, failed)."""
+    """Connects ``harness`` to ``target`` and runs the scenarios one after the other:
+    (passed, failed)."""
     passed = failed = 0
-    for scenario in scenarios:
-        if await runner.run(scenario):
-            passed += 1
-        else:
-            failed += 1
+    try:
+        reply = await harness.send({"op": "connect", "target": target})
+        if "fail" in reply:
+            raise HarnessFaultError(f"connect: {reply['fail']}")
+        driver = Driver(harness, name, emit)
+        for scenario in scenarios:
+            if await driver.run(scenario):
+                passed += 1
+            else:
+                failed += 1
+    finally:
+        await harness.aclose()
     return passed, failed
 
 
-#: runs the scenarios against a target, emitting every result: (passed, failed)
-RunAll = Callable[
-    [str, Sequence[Scenario], Callable[[Result], None]], Coroutine[Any, Any, tuple[int, int]]
-]
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    name: str = RUNNER,
-    run: RunAll = run_all,
-    description: str = __doc__.split("\n")[0],
-) -> int:
-    """The command line of a runner called ``name`` that runs scenarios with ``run``."""
-    parser = argparse.ArgumentParser(description=description)
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--target", required=True, help="host:port of a running sidecar")
+    parser.add_argument(
+        "--harness",
+        help="the harness command (a shell string); default: the built-in raw gRPC reference",
+    )
+    parser.add_argument("--name", default=RUNNER, help="the runner's name in the records")
     parser.add_argument(
         "--only", action="append", default=[], help="run scenarios whose name contains this"
     )
@@ -833,6 +970,9 @@ def main(
     if not scenarios:
         print(f"no scenarios found in {args.scenarios}", file=sys.stderr)
         return 2
+    harness: Harness = (
+        LocalHarness(RawHarness()) if args.harness is None else ProcessHarness(args.harness)
+    )
     with contextlib.ExitStack() as stack:
         report = None
         if args.report is not None:
@@ -840,7 +980,7 @@ def main(
             report = stack.enter_context(args.report.open("w", encoding="utf-8"))
 
         def emit(result: Result) -> None:
-            line = json.dumps(result.as_json(name), ensure_ascii=False)
+            line = json.dumps(result.as_json(args.name), ensure_ascii=False)
             if report is None:
                 print(line, flush=True)
                 return
@@ -851,10 +991,13 @@ def main(
                 )
 
         try:
-            passed, failed = asyncio.run(run(args.target, scenarios, emit))
+            passed, failed = asyncio.run(run_all(harness, args.target, scenarios, emit, args.name))
+        except HarnessFaultError as err:
+            print(f"conformance ({args.name}): the harness failed: {err}", file=sys.stderr)
+            return 1
         except KeyboardInterrupt:
             return 130
-    print(f"conformance ({name}): {passed} passed, {failed} failed", flush=True)
+    print(f"conformance ({args.name}): {passed} passed, {failed} failed", flush=True)
     return 0 if failed == 0 else 1
 
 
