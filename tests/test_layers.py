@@ -423,7 +423,7 @@ HARNESS_ROOTS = {"tests": ROOT / "tests", "bench": ROOT / "bench"}
 def harness_imports() -> list[tuple[str, str, str]]:
     """(tree, file, imported module) of every import in tests/ and bench/ that names the other
     tree."""
-    found = []
+    found: list[tuple[str, str, str]] = []
     for tree, root in HARNESS_ROOTS.items():
         other = "bench" if tree == "tests" else "tests"
         for path in sorted(root.rglob("*.py")):
