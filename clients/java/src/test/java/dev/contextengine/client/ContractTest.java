@@ -107,6 +107,35 @@ class ContractTest {
   }
 
   @Test
+  void anIdRefusedBeforeAnyLookupIsRecognisedByItsField() {
+    for (String reason : List.of("MISSING_FIELD", "INVALID_ID")) {
+      ContextEngineException e =
+          new ContextEngineException(
+              Status.Code.INVALID_ARGUMENT,
+              "bad id",
+              reason,
+              "contextengine.v1",
+              Map.of("field", "session_id"),
+              "",
+              false,
+              null);
+      assertTrue(e.isInvalidId("session_id"), reason);
+      assertFalse(e.isInvalidId("user_id"), reason);
+    }
+    ContextEngineException notFound =
+        new ContextEngineException(
+            Status.Code.NOT_FOUND,
+            "gone",
+            "SESSION_NOT_FOUND",
+            "contextengine.v1",
+            Map.of("session_id", "s"),
+            "",
+            false,
+            null);
+    assertFalse(notFound.isInvalidId("session_id"));
+  }
+
+  @Test
   void grpcsOwnRefusalOfAnOversizedRequestIsRequestTooLarge() {
     ContextEngineException e =
         ContextEngineException.from(
