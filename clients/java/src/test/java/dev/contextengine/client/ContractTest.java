@@ -107,6 +107,15 @@ class ContractTest {
   }
 
   @Test
+  void aLoneScalarIsCanonicalToo() {
+    assertEquals("3", Fingerprint.canonicalize(3));
+    assertEquals("1e+21", Fingerprint.canonicalize(1e21));
+    assertEquals("null", Fingerprint.canonicalize(null));
+    assertEquals("true", Fingerprint.canonicalize(true));
+    assertEquals("\"a\u2028\\n\"", Fingerprint.canonicalize("a\u2028\n"));
+  }
+
+  @Test
   void anIdRefusedBeforeAnyLookupIsRecognisedByItsField() {
     for (String reason : List.of("MISSING_FIELD", "INVALID_ID")) {
       ContextEngineException e =
