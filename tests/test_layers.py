@@ -188,8 +188,9 @@ GRPC_LAYERS = frozenset(
 )
 GRPC_PACKAGES = ("grpc", "grpc_status", "grpc_health", "grpc_reflection")
 #: what core may import from outside the standard library (pure computation)
-#: (tiktoken and bpe-openai are tokenizers: their vocabularies ship inside their wheels)
-CORE_THIRD_PARTY = ("google.protobuf", "tiktoken", "bpe_openai")
+#: (tiktoken and bpe-openai are tokenizers: their vocabularies ship inside their wheels; rfc8785
+#: is RFC 8785 canonical JSON, pure Python)
+CORE_THIRD_PARTY = ("google.protobuf", "tiktoken", "bpe_openai", "rfc8785")
 #: standard-library modules core must not import: I/O and concurrency belong above it
 CORE_NO_IO = frozenset(
     {

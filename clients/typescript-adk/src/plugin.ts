@@ -35,9 +35,9 @@ import {
   type CacheDecision,
   CacheMetadataSchema,
   type ContextEngineClient,
-  ContextEngineError,
   type ContextView,
   type ContextViewInit,
+  hasReason,
 } from "@contextengine/client";
 import {
   BasePlugin,
@@ -344,7 +344,7 @@ export class ContextEnginePlugin extends BasePlugin {
     try {
       return await call();
     } catch (err) {
-      if (err instanceof ContextEngineError && err.reason === "SESSION_NOT_FOUND") {
+      if (hasReason(err, "SESSION_NOT_FOUND")) {
         throw new Error(
           `session ${JSON.stringify(ic.session.id)} is not in the plugin's engine ` +
             `(${this.client.baseUrl}): use a ContextEngineSessionService on the plugin's ` +

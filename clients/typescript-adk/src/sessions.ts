@@ -41,6 +41,7 @@ import {
   type ContextEngineClient,
   type ContextEngineClientOptions,
   ContextEngineError,
+  hasReason,
   type Session as SessionMessage,
 } from "@contextengine/client";
 import {
@@ -85,15 +86,7 @@ function fromEngine(message: SessionMessage): Session {
 
 /** A session id the engine refuses (empty, too long, control characters) names no session. */
 function noSuchId(err: unknown): boolean {
-  return (
-    err instanceof ContextEngineError &&
-    (err.reason === "MISSING_FIELD" || err.reason === "INVALID_ID") &&
-    err.metadata.field === "session_id"
-  );
-}
-
-function isReason(err: unknown, reason: string): err is ContextEngineError {
-  return err instanceof ContextEngineError && err.reason === reason;
+  return err instanceof ContextEngineError && err.isInvalidId("session_id");
 }
 
 /** ADK TypeScript's session service over the engine; see the module documentation. */
@@ -133,7 +126,7 @@ export class ContextEngineSessionService extends BaseSessionService {
       });
       return fromEngine(required(response.session));
     } catch (err) {
-      if (isReason(err, "SESSION_ALREADY_EXISTS")) {
+      if (hasReason(err, "SESSION_ALREADY_EXISTS")) {
         throw new SessionAlreadyExistsError(`Session with id ${sessionId} already exists.`, {
           cause: err,
         });
@@ -170,7 +163,7 @@ export class ContextEngineSessionService extends BaseSessionService {
       session.events = liveEvents(events);
       return session;
     } catch (err) {
-      if (isReason(err, "SESSION_NOT_FOUND") || noSuchId(err)) {
+      if (hasReason(err, "SESSION_NOT_FOUND") || noSuchId(err)) {
         this.events.delete(key);
         return undefined;
       }
@@ -253,10 +246,10 @@ export class ContextEngineSessionService extends BaseSessionService {
         lastSequences.set(session, response.lastSequence);
         break;
       } catch (err) {
-        if (isReason(err, "SESSION_NOT_FOUND")) {
+        if (hasReason(err, "SESSION_NOT_FOUND")) {
           throw new SessionNotFoundError(`Session ${session.id} not found.`, { cause: err });
         }
-        if (!isReason(err, "SEQUENCE_MISMATCH") || expected === undefined) {
+        if (!hasReason(err, "SEQUENCE_MISMATCH") || expected === undefined) {
           throw err;
         }
         const more = await this.engineSummaries(session, expected);

@@ -10,7 +10,8 @@
  * - Only calls that are safe to repeat are retried, after UNAVAILABLE: reads, and appends, which
  *   are idempotent because the client gives each event an id (and a timestamp) before the first
  *   attempt. Creating a session, rewinding, compacting, committing a summary and calling a context
- *   tool are never retried.
+ *   tool are never retried. Which calls are safe is declared once, in the protos (each method's
+ *   `idempotency_level`), and read from the generated descriptors (src/retries.ts).
  * - Errors are {@link ContextEngineError}s with the gRPC code and the server's ErrorInfo reason.
  * - `subscribeEvents` / `watchSessionState` are async iterables that reopen the stream from the
  *   last cursor received when it breaks (server shutdown, lost connection, SUBSCRIBER_LAGGED).
@@ -103,6 +104,7 @@ import {
 import { answerPart, type RenderableFormat, type RequestPartOf } from "./rendered.js";
 import { RenderedView, type RenderedViewInit } from "./rendered_view.js";
 import { backoffMs, cancelled, type FollowPolicy, follow, sleep } from "./resume.js";
+import { isRetryable } from "./retries.js";
 import { traceContext } from "./tracing.js";
 import { APP, APP_USER, requireEvent, requireFields, SESSION } from "./validate.js";
 
@@ -366,7 +368,7 @@ export class ContextEngineClient {
   ): Promise<CreateSessionResponse> {
     const method = "SessionService/CreateSession";
     requireFields(method, request, APP_USER);
-    return this.call(method, false, options, (o) => this.raw.sessions.createSession(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.createSession(request, o));
   }
 
   /** A session with its merged state and (a filtered view of) its events. */
@@ -376,7 +378,7 @@ export class ContextEngineClient {
   ): Promise<GetSessionResponse> {
     const method = "SessionService/GetSession";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.sessions.getSession(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.getSession(request, o));
   }
 
   /** One page of an app's (or a user's) sessions; see {@link iterateSessions}. */
@@ -386,7 +388,7 @@ export class ContextEngineClient {
   ): Promise<ListSessionsResponse> {
     const method = "SessionService/ListSessions";
     requireFields(method, request, APP);
-    return this.call(method, true, options, (o) => this.raw.sessions.listSessions(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.listSessions(request, o));
   }
 
   /** Every session of an app (or a user), page after page. */
@@ -409,8 +411,10 @@ export class ContextEngineClient {
   ): Promise<DeleteSessionResponse> {
     const method = "SessionService/DeleteSession";
     requireFields(method, request, SESSION);
+    // The proto declares it IDEMPOTENT, but a repeat after a lost answer would meet NOT_FOUND
+    // unless a missing session is allowed (then it answers deleted=false).
     const retry = request.allowMissing === true;
-    return this.call(method, retry, options, (o) => this.raw.sessions.deleteSession(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.deleteSession(request, o), retry);
   }
 
   // Events ------------------------------------------------------------------------------------
@@ -430,7 +434,7 @@ export class ContextEngineClient {
     if (prepared.event) {
       prepareEvent(prepared.event);
     }
-    return this.call(method, true, options, (o) => this.raw.sessions.appendEvent(prepared, o));
+    return this.call(method, options, (o) => this.raw.sessions.appendEvent(prepared, o));
   }
 
   /** Appends events atomically (all or none); ids and timestamps are assigned as in appendEvent. */
@@ -447,7 +451,7 @@ export class ContextEngineClient {
     for (const event of prepared.events) {
       prepareEvent(event);
     }
-    return this.call(method, true, options, (o) => this.raw.sessions.appendEvents(prepared, o));
+    return this.call(method, options, (o) => this.raw.sessions.appendEvents(prepared, o));
   }
 
   /** One page of a session's events after a sequence; see {@link iterateEvents}. */
@@ -457,7 +461,7 @@ export class ContextEngineClient {
   ): Promise<ListEventsResponse> {
     const method = "SessionService/ListEvents";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.sessions.listEvents(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.listEvents(request, o));
   }
 
   /** A session's events after `afterSequence`, in log order, page after page. */
@@ -483,7 +487,7 @@ export class ContextEngineClient {
       ...SESSION,
       ["rewindBeforeInvocationId", "rewind_before_invocation_id"],
     ]);
-    return this.call(method, false, options, (o) => this.raw.sessions.rewindSession(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.rewindSession(request, o));
   }
 
   // App configuration -------------------------------------------------------------------------
@@ -495,7 +499,7 @@ export class ContextEngineClient {
   ): Promise<GetAppConfigResponse> {
     const method = "SessionService/GetAppConfig";
     requireFields(method, request, APP);
-    return this.call(method, true, options, (o) => this.raw.sessions.getAppConfig(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.getAppConfig(request, o));
   }
 
   /** Replaces an app's configuration (a retry writes the same configuration again). */
@@ -508,7 +512,7 @@ export class ContextEngineClient {
     requireFields(method, request.config as Record<string, unknown>, [
       ["appName", "config.app_name"],
     ]);
-    return this.call(method, true, options, (o) => this.raw.sessions.updateAppConfig(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.updateAppConfig(request, o));
   }
 
   // Session configuration ---------------------------------------------------------------------
@@ -525,7 +529,7 @@ export class ContextEngineClient {
   ): Promise<GetSessionConfigResponse> {
     const method = "SessionService/GetSessionConfig";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.sessions.getSessionConfig(request, o));
+    return this.call(method, options, (o) => this.raw.sessions.getSessionConfig(request, o));
   }
 
   /**
@@ -540,9 +544,7 @@ export class ContextEngineClient {
   ): Promise<UpdateSessionConfigResponse> {
     const method = "SessionService/UpdateSessionConfig";
     requireFields(method, request, [...SESSION, ["config", "config"]]);
-    return this.call(method, true, options, (o) =>
-      this.raw.sessions.updateSessionConfig(request, o),
-    );
+    return this.call(method, options, (o) => this.raw.sessions.updateSessionConfig(request, o));
   }
 
   // Contexts ----------------------------------------------------------------------------------
@@ -574,7 +576,7 @@ export class ContextEngineClient {
   buildContext(request: BuildContextInit, options?: CallOptions): Promise<BuildContextResponse> {
     const method = "ContextService/BuildContext";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.contexts.buildContext(request, o));
+    return this.call(method, options, (o) => this.raw.contexts.buildContext(request, o));
   }
 
   /**
@@ -620,7 +622,7 @@ export class ContextEngineClient {
   ): Promise<EndInvocationResponse> {
     const method = "CompactionService/EndInvocation";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.compaction.endInvocation(request, o));
+    return this.call(method, options, (o) => this.raw.compaction.endInvocation(request, o));
   }
 
   /** Compacts now and waits for the summary (never retried: it may append a summary). */
@@ -630,7 +632,7 @@ export class ContextEngineClient {
   ): Promise<CompactResponse> {
     const method = "CompactionService/Compact";
     requireFields(method, request, SESSION);
-    return this.call(method, false, options, (o) => this.raw.compaction.compact(request, o));
+    return this.call(method, options, (o) => this.raw.compaction.compact(request, o));
   }
 
   /** The range the engine would compact now and the prompt for a model of the client's own. */
@@ -640,7 +642,7 @@ export class ContextEngineClient {
   ): Promise<PlanCompactionResponse> {
     const method = "CompactionService/PlanCompaction";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.compaction.planCompaction(request, o));
+    return this.call(method, options, (o) => this.raw.compaction.planCompaction(request, o));
   }
 
   /** Appends a summary the client produced for a plan (never retried). */
@@ -650,9 +652,7 @@ export class ContextEngineClient {
   ): Promise<CommitCompactionResponse> {
     const method = "CompactionService/CommitCompaction";
     requireFields(method, request, SESSION);
-    return this.call(method, false, options, (o) =>
-      this.raw.compaction.commitCompaction(request, o),
-    );
+    return this.call(method, options, (o) => this.raw.compaction.commitCompaction(request, o));
   }
 
   /** The events (and earlier summaries) a summary replaced. */
@@ -662,7 +662,7 @@ export class ContextEngineClient {
   ): Promise<ExpandSummaryResponse> {
     const method = "CompactionService/ExpandSummary";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.compaction.expandSummary(request, o));
+    return this.call(method, options, (o) => this.raw.compaction.expandSummary(request, o));
   }
 
   /** Counters and the state of a session's background compaction. */
@@ -672,9 +672,7 @@ export class ContextEngineClient {
   ): Promise<GetCompactionStatusResponse> {
     const method = "CompactionService/GetCompactionStatus";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) =>
-      this.raw.compaction.getCompactionStatus(request, o),
-    );
+    return this.call(method, options, (o) => this.raw.compaction.getCompactionStatus(request, o));
   }
 
   // Memory ------------------------------------------------------------------------------------
@@ -694,7 +692,7 @@ export class ContextEngineClient {
   ): Promise<AddSessionToMemoryResponse> {
     const method = "MemoryService/AddSessionToMemory";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.memory.addSessionToMemory(request, o));
+    return this.call(method, options, (o) => this.raw.memory.addSessionToMemory(request, o));
   }
 
   /**
@@ -708,7 +706,7 @@ export class ContextEngineClient {
   ): Promise<AddEventsToMemoryResponse> {
     const method = "MemoryService/AddEventsToMemory";
     requireFields(method, request, SESSION);
-    return this.call(method, true, options, (o) => this.raw.memory.addEventsToMemory(request, o));
+    return this.call(method, options, (o) => this.raw.memory.addEventsToMemory(request, o));
   }
 
   /**
@@ -722,7 +720,7 @@ export class ContextEngineClient {
   ): Promise<SearchMemoryResponse> {
     const method = "MemoryService/SearchMemory";
     requireFields(method, request, APP_USER);
-    return this.call(method, true, options, (o) => this.raw.memory.searchMemory(request, o));
+    return this.call(method, options, (o) => this.raw.memory.searchMemory(request, o));
   }
 
   /**
@@ -735,7 +733,7 @@ export class ContextEngineClient {
   ): Promise<DeleteMemoryResponse> {
     const method = "MemoryService/DeleteMemory";
     requireFields(method, request, APP_USER);
-    return this.call(method, true, options, (o) => this.raw.memory.deleteMemory(request, o));
+    return this.call(method, options, (o) => this.raw.memory.deleteMemory(request, o));
   }
 
   // Context tools -----------------------------------------------------------------------------
@@ -756,9 +754,7 @@ export class ContextEngineClient {
   ): Promise<ListContextToolsResponse> {
     const method = "ContextToolsService/ListContextTools";
     requireFields(method, request, APP);
-    return this.call(method, true, options, (o) =>
-      this.raw.contextTools.listContextTools(request, o),
-    );
+    return this.call(method, options, (o) => this.raw.contextTools.listContextTools(request, o));
   }
 
   /**
@@ -777,9 +773,7 @@ export class ContextEngineClient {
   ): Promise<CallContextToolResponse> {
     const method = "ContextToolsService/CallContextTool";
     requireFields(method, request, SESSION);
-    return this.call(method, false, options, (o) =>
-      this.raw.contextTools.callContextTool(request, o),
-    );
+    return this.call(method, options, (o) => this.raw.contextTools.callContextTool(request, o));
   }
 
   /**
@@ -860,14 +854,17 @@ export class ContextEngineClient {
 
   /**
    * Runs one unary call under one deadline: each attempt gets the time that is left; a retryable
-   * call is tried again after UNAVAILABLE while attempts and time remain.
+   * call is tried again after UNAVAILABLE while attempts and time remain. Retryable: the proto
+   * declares an `idempotency_level` for `method` (src/retries.ts) and `requestAllows`, a
+   * request's own condition, holds.
    */
   private async call<T>(
     method: string,
-    retryable: boolean,
     options: CallOptions | undefined,
     fn: (o: { signal?: AbortSignal; timeoutMs: number; headers: HeaderInit }) => Promise<T>,
+    requestAllows = true,
   ): Promise<T> {
+    const retryable = requestAllows && isRetryable(method);
     const timeoutMs = options?.timeoutMs ?? this.timeoutMs;
     const signal = options?.signal;
     const started = Date.now();

@@ -86,6 +86,24 @@ export class ContextEngineError extends Error {
   get grpcCode(): number {
     return STATUS_CODES.indexOf(this.code);
   }
+
+  /**
+   * Whether the server refused the id in `field` (`"session_id"`, ...) before looking anything
+   * up: missing (MISSING_FIELD) or malformed (INVALID_ID: too long, control characters,
+   * surrounding whitespace). Such an id names nothing, so the ADK drop-ins answer a get of it as
+   * ADK does a get of a missing session.
+   */
+  isInvalidId(field: string): boolean {
+    return (
+      (this.reason === "MISSING_FIELD" || this.reason === "INVALID_ID") &&
+      this.metadata.field === field
+    );
+  }
+}
+
+/** Whether `err` is a {@link ContextEngineError} with the ErrorInfo reason `reason`. */
+export function hasReason(err: unknown, reason: string): err is ContextEngineError {
+  return err instanceof ContextEngineError && err.reason === reason;
 }
 
 /** The status code name of a numeric gRPC code (`"UNKNOWN"` for values out of range). */

@@ -29,6 +29,7 @@ import {
   type MessageInitShape,
   toJson,
 } from "@bufbuild/protobuf";
+import jcs from "canonicalize";
 import { type Content, ContentSchema } from "./gen/contextengine/v1/content_pb.js";
 import type { BuildContextRequestSchema } from "./gen/contextengine/v1/context_service_pb.js";
 
@@ -46,9 +47,6 @@ export function compareUtf16(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** A high surrogate not followed by a low one, or a low surrogate not preceded by a high one. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /**
  * The canonical text of a finite number: ECMAScript `Number.prototype.toString` (shortest
  * round-trip digits, exponent form from 1e21 up and below 1e-6), `-0` as `0`.
@@ -60,70 +58,41 @@ export function canonicalNumber(value: number): string {
   return String(value); // String(-0) is "0"
 }
 
-function canonicalString(text: string): string {
-  if (LONE_SURROGATE.test(text)) {
-    throw new CanonicalizationError(`string ${JSON.stringify(text)} holds a lone surrogate`);
-  }
-  // JCS escapes strings exactly as JSON.stringify does (for well-formed strings).
-  return JSON.stringify(text);
-}
-
 function isPlainObject(value: object): value is Record<string, unknown> {
   const proto = Object.getPrototypeOf(value) as unknown;
   return proto === Object.prototype || proto === null;
 }
 
-function write(value: unknown, out: string[]): void {
-  if (value === null) {
-    out.push("null");
+/**
+ * Refuses what JSON text could never hold but the `canonicalize` package would write anyway, as
+ * `JSON.stringify` does: `undefined` (or a function, a symbol) inside an array (it writes `null`),
+ * an object that is not a plain one (it calls `toJSON`, or lists the instance's keys), a function
+ * or a symbol as a member's value. The fingerprint refuses rather than guesses. NaN, infinities,
+ * lone surrogates and bigints the package refuses itself.
+ */
+function assertJson(value: unknown, path: string): void {
+  if (value === null || typeof value !== "object") {
+    if (typeof value === "function" || typeof value === "symbol" || value === undefined) {
+      throw new CanonicalizationError(`${path}: a ${typeof value} is not a JSON value`);
+    }
     return;
   }
-  switch (typeof value) {
-    case "boolean":
-      out.push(value ? "true" : "false");
-      return;
-    case "string":
-      out.push(canonicalString(value));
-      return;
-    case "number":
-      out.push(canonicalNumber(value));
-      return;
-    case "object":
-      break;
-    default:
-      throw new CanonicalizationError(`a ${typeof value} is not a JSON value`);
-  }
   if (Array.isArray(value)) {
-    out.push("[");
     value.forEach((item: unknown, index) => {
-      if (index > 0) {
-        out.push(",");
-      }
-      if (item === undefined) {
-        throw new CanonicalizationError(`array item ${index} is undefined`);
-      }
-      write(item, out);
+      assertJson(item, `${path}[${index}]`);
     });
-    out.push("]");
     return;
   }
   if (!isPlainObject(value)) {
     const kind = (value as { constructor?: { name?: string } }).constructor?.name ?? "object";
-    throw new CanonicalizationError(`a ${kind} is not a JSON value (plain objects only)`);
+    throw new CanonicalizationError(`${path}: a ${kind} is not a JSON value (plain objects only)`);
   }
-  // Members whose value is undefined are absent, as in JSON.stringify.
-  const keys = Object.keys(value)
-    .filter((key) => value[key] !== undefined)
-    .sort(compareUtf16);
-  out.push("{");
-  keys.forEach((key, index) => {
-    if (index > 0) {
-      out.push(",");
+  for (const [key, item] of Object.entries(value)) {
+    // Members whose value is undefined are absent, as in JSON.stringify.
+    if (item !== undefined) {
+      assertJson(item, `${path}.${key}`);
     }
-    out.push(canonicalString(key), ":");
-    write(value[key], out);
-  });
-  out.push("}");
+  }
 }
 
 /**
@@ -131,11 +100,25 @@ function write(value: unknown, out: string[]): void {
  * code unit sequences, no whitespace, strings escaped as `JSON.stringify` does, numbers printed as
  * ECMAScript does. NaN, infinities, lone surrogates and non-JSON values throw
  * {@link CanonicalizationError}. Encode the text as UTF-8 before hashing it.
+ *
+ * The scheme itself is the `canonicalize` package (npm, by the RFC's co-author), which passes the
+ * golden vectors every client checks (tests/golden/fingerprints/vectors.json); ours is the check
+ * that the value is JSON at all and the error type.
  */
 export function canonicalize(value: JsonValue): string {
-  const out: string[] = [];
-  write(value, out);
-  return out.join("");
+  assertJson(value, "$");
+  let text: string | undefined;
+  try {
+    text = jcs(value);
+  } catch (error) {
+    throw new CanonicalizationError(error instanceof Error ? error.message : String(error), {
+      cause: error,
+    });
+  }
+  if (text === undefined) {
+    throw new CanonicalizationError("the value has no JSON text");
+  }
+  return text;
 }
 
 /** A `Content` message, or the plain object `create(ContentSchema, ...)` accepts. */

@@ -29,6 +29,7 @@ export {
   ContextEngineError,
   type ContextEngineErrorInit,
   ERROR_DOMAIN,
+  hasReason,
   STATUS_CODES,
   type StatusCode,
   statusCodeName,

@@ -87,14 +87,6 @@ def _expected_sequence(session: Session) -> int | None:
     return int(marker[len(_MARKER_PREFIX) :])
 
 
-def _no_such_id(err: RpcError) -> bool:
-    """A session id the engine refuses (empty, too long, control characters) names no session:
-    ADK's services answer a get of it with None and a delete with nothing."""
-    return err.reason in ("MISSING_FIELD", "INVALID_ID") and err.metadata.get("field") == (
-        "session_id"
-    )
-
-
 def _session(message: session_pb2.Session, events: list[Event] | None = None) -> Session:
     """The ADK session of ``message``, with ``events`` (already converted) or its own."""
     session = Session(
@@ -174,7 +166,8 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
         try:
             response = await self._backend.get_session(request)
         except RpcError as err:
-            if err.reason == "SESSION_NOT_FOUND" or _no_such_id(err):
+            # An id the engine refuses (empty, too long, control characters) names no session.
+            if err.reason == "SESSION_NOT_FOUND" or err.is_invalid_id("session_id"):
                 self._events.delete(key)
                 return None
             raise
@@ -215,7 +208,7 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
         try:
             await self._backend.delete_session(request)
         except RpcError as err:
-            if not _no_such_id(err):
+            if not err.is_invalid_id("session_id"):
                 raise
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:

@@ -9,6 +9,8 @@ included. Calls that are safe to repeat are retried with backoff after UNAVAILAB
 every read, idempotent writes (configurations, memory deletes, a session delete with
 ``allow_missing``), and appends, which are idempotent because the client gives each event an id
 (and a timestamp) before the first attempt; the TypeScript and Java clients follow the same rule.
+Which calls those are is declared once, in the protos (each method's ``idempotency_level``), and
+read from the generated descriptors (``_retries``).
 Errors are raised as :class:`RpcError` with the gRPC code and the server's ``ErrorInfo`` reason.
 
 Streams (``subscribe_events``, ``watch_session_state``) have no deadline. They resubscribe by
@@ -33,6 +35,7 @@ from contextengine.client._context_tools import ContextTools
 from contextengine.client._follower import ContextFollower
 from contextengine.client._rendered import request_part
 from contextengine.client._resumable import FollowPolicy, follow
+from contextengine.client._retries import is_retryable
 from contextengine.client._rpc_errors import RpcError, to_rpc_error
 from contextengine.client._security import open_channel
 from contextengine.client._timeouts import within
@@ -67,9 +70,9 @@ _SUBSCRIBE_WIRE_BATCH = 256
 T = TypeVar("T")
 
 #: the one status after which a safe call is tried again (the deadline covers every attempt, so a
-#: DEADLINE_EXCEEDED leaves no time for another); the same rule as the TypeScript and Java clients
-_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
-_NO_RETRY: frozenset[grpc.StatusCode] = frozenset()
+#: DEADLINE_EXCEEDED leaves no time for another); the same rule as the TypeScript and Java clients.
+#: Which calls are safe is the proto's ``idempotency_level`` of each method (``_retries``).
+_RETRY_ON = frozenset({grpc.StatusCode.UNAVAILABLE})
 
 
 class ContextEngineClient:
@@ -147,13 +150,18 @@ class ContextEngineClient:
     async def _call(
         self,
         fn: Callable[[float], Awaitable[T]],
-        retry_on: frozenset[grpc.StatusCode],
+        method: str,
         deadline_seconds: float | None = None,
+        *,
+        retry: bool = True,
     ) -> T:
-        """Calls ``fn(time left)`` until it succeeds, fails with a code outside ``retry_on`` or
-        the attempts run out. One deadline (``deadline_seconds``, else the client's timeout) covers
+        """Calls ``fn(time left)``, the RPC ``method`` ("Service/Method"), until it succeeds,
+        fails with a status after which it may not be repeated or the attempts run out. It may be
+        repeated after UNAVAILABLE when its proto declares an ``idempotency_level`` (and ``retry``,
+        a request's own condition, holds); never otherwise. One deadline (``deadline_seconds``, else the client's timeout) covers
         the whole call, retries and backoff included: no retry starts that could not end in time,
         and a call never takes longer than its deadline."""
+        retry_on = _RETRY_ON if retry and is_retryable(method) else frozenset()
         budget = self.timeout if deadline_seconds is None else deadline_seconds
         deadline = time.monotonic() + budget
         delay = 0.05
@@ -191,7 +199,8 @@ class ContextEngineClient:
         if config is not None:
             request.config.CopyFrom(config)
         response = await self._call(
-            lambda t: self._sessions.CreateSession(request, timeout=t), _NO_RETRY
+            lambda t: self._sessions.CreateSession(request, timeout=t),
+            "SessionService/CreateSession",
         )
         return response.session
 
@@ -213,7 +222,7 @@ class ContextEngineClient:
         if after_sequence is not None:
             request.after_sequence = after_sequence
         response = await self._call(
-            lambda t: self._sessions.GetSession(request, timeout=t), _RETRYABLE
+            lambda t: self._sessions.GetSession(request, timeout=t), "SessionService/GetSession"
         )
         return response.session
 
@@ -257,14 +266,14 @@ class ContextEngineClient:
             order=order,
         )
         return await self._call(
-            lambda t: self._sessions.ListSessions(request, timeout=t), _RETRYABLE
+            lambda t: self._sessions.ListSessions(request, timeout=t), "SessionService/ListSessions"
         )
 
     async def get_user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state, keys without the ``user:`` prefix (empty for a user without one)."""
         request = pb.GetUserStateRequest(app_name=app_name, user_id=user_id)
         response = await self._call(
-            lambda t: self._sessions.GetUserState(request, timeout=t), _RETRYABLE
+            lambda t: self._sessions.GetUserState(request, timeout=t), "SessionService/GetUserState"
         )
         return _plain(response.state)
 
@@ -276,8 +285,10 @@ class ContextEngineClient:
         )
         response = await self._call(
             lambda t: self._sessions.DeleteSession(request, timeout=t),
-            # Deleting again answers deleted=false when a missing session is allowed: safe.
-            _RETRYABLE if allow_missing else _NO_RETRY,
+            "SessionService/DeleteSession",
+            # The proto declares it IDEMPOTENT, but a repeat after a lost answer would meet
+            # NOT_FOUND unless a missing session is allowed (then it answers deleted=false).
+            retry=allow_missing,
         )
         return response.deleted
 
@@ -312,7 +323,7 @@ class ContextEngineClient:
         if expected_last_sequence is not None:
             request.expected_last_sequence = expected_last_sequence
         return await self._call(
-            lambda t: self._sessions.AppendEvent(request, timeout=t), _RETRYABLE
+            lambda t: self._sessions.AppendEvent(request, timeout=t), "SessionService/AppendEvent"
         )
 
     async def append_events(
@@ -330,7 +341,7 @@ class ContextEngineClient:
         if expected_last_sequence is not None:
             request.expected_last_sequence = expected_last_sequence
         return await self._call(
-            lambda t: self._sessions.AppendEvents(request, timeout=t), _RETRYABLE
+            lambda t: self._sessions.AppendEvents(request, timeout=t), "SessionService/AppendEvents"
         )
 
     async def list_events(
@@ -379,7 +390,9 @@ class ContextEngineClient:
             page_size=page_size,
             page_token=page_token,
         )
-        return await self._call(lambda t: self._sessions.ListEvents(request, timeout=t), _RETRYABLE)
+        return await self._call(
+            lambda t: self._sessions.ListEvents(request, timeout=t), "SessionService/ListEvents"
+        )
 
     async def rewind_session(
         self, app_name: str, user_id: str, session_id: str, rewind_before_invocation_id: str
@@ -393,7 +406,8 @@ class ContextEngineClient:
             rewind_before_invocation_id=rewind_before_invocation_id,
         )
         response = await self._call(
-            lambda t: self._sessions.RewindSession(request, timeout=t), _NO_RETRY
+            lambda t: self._sessions.RewindSession(request, timeout=t),
+            "SessionService/RewindSession",
         )
         return response.event
 
@@ -482,7 +496,7 @@ class ContextEngineClient:
         """BuildContext with ``request`` as it is (retried after UNAVAILABLE like
         :meth:`build_context`); the raw answer."""
         return await self._call(
-            lambda t: self._contexts.BuildContext(request, timeout=t), _RETRYABLE
+            lambda t: self._contexts.BuildContext(request, timeout=t), "ContextService/BuildContext"
         )
 
     def context_follower(self, *, max_views: int = 64) -> ContextFollower:
@@ -501,7 +515,7 @@ class ContextEngineClient:
         )
         return await self._call(
             lambda t: self._memory.AddSessionToMemory(request, timeout=t),
-            _RETRYABLE,
+            "MemoryService/AddSessionToMemory",
         )
 
     async def add_events_to_memory(
@@ -513,7 +527,7 @@ class ContextEngineClient:
         )
         return await self._call(
             lambda t: self._memory.AddEventsToMemory(request, timeout=t),
-            _RETRYABLE,
+            "MemoryService/AddEventsToMemory",
         )
 
     async def search_memory(
@@ -524,14 +538,16 @@ class ContextEngineClient:
         request = mpb.SearchMemoryRequest(
             app_name=app_name, user_id=user_id, query=query, limit=limit
         )
-        return await self._call(lambda t: self._memory.SearchMemory(request, timeout=t), _RETRYABLE)
+        return await self._call(
+            lambda t: self._memory.SearchMemory(request, timeout=t), "MemoryService/SearchMemory"
+        )
 
     async def delete_memory(self, app_name: str, user_id: str, session_id: str = "") -> int:
         """Deletes one session's memories (or all of the user's when ``session_id`` is empty);
         returns how many were deleted."""
         request = mpb.DeleteMemoryRequest(app_name=app_name, user_id=user_id, session_id=session_id)
         response = await self._call(
-            lambda t: self._memory.DeleteMemory(request, timeout=t), _RETRYABLE
+            lambda t: self._memory.DeleteMemory(request, timeout=t), "MemoryService/DeleteMemory"
         )
         return response.deleted_count
 
@@ -547,7 +563,7 @@ class ContextEngineClient:
         )
         response = await self._call(
             lambda t: self._compaction.EndInvocation(request, timeout=t),
-            _RETRYABLE,
+            "CompactionService/EndInvocation",
         )
         return response.scheduled
 
@@ -578,7 +594,9 @@ class ContextEngineClient:
             request.isolation_scope = isolation_scope
         deadline = self.timeout if deadline_seconds is None else deadline_seconds
         return await self._call(
-            lambda t: self._compaction.Compact(request, timeout=t), _NO_RETRY, deadline
+            lambda t: self._compaction.Compact(request, timeout=t),
+            "CompactionService/Compact",
+            deadline,
         )
 
     async def plan_compaction(
@@ -608,7 +626,7 @@ class ContextEngineClient:
             request.isolation_scope = isolation_scope
         return await self._call(
             lambda t: self._compaction.PlanCompaction(request, timeout=t),
-            _RETRYABLE,
+            "CompactionService/PlanCompaction",
         )
 
     async def commit_compaction(
@@ -639,7 +657,8 @@ class ContextEngineClient:
         if usage_metadata is not None:
             request.usage_metadata.CopyFrom(usage_metadata)
         response = await self._call(
-            lambda t: self._compaction.CommitCompaction(request, timeout=t), _NO_RETRY
+            lambda t: self._compaction.CommitCompaction(request, timeout=t),
+            "CompactionService/CommitCompaction",
         )
         return response.summary
 
@@ -655,7 +674,7 @@ class ContextEngineClient:
         )
         return await self._call(
             lambda t: self._compaction.ExpandSummary(request, timeout=t),
-            _RETRYABLE,
+            "CompactionService/ExpandSummary",
         )
 
     async def compaction_status(
@@ -666,7 +685,7 @@ class ContextEngineClient:
         )
         return await self._call(
             lambda t: self._compaction.GetCompactionStatus(request, timeout=t),
-            _RETRYABLE,
+            "CompactionService/GetCompactionStatus",
         )
 
     # Context tools -------------------------------------------------------------------------
@@ -678,7 +697,8 @@ class ContextEngineClient:
         needed by a token restricted to one user)."""
         request = tpb.ListContextToolsRequest(app_name=app_name, user_id=user_id)
         return await self._call(
-            lambda t: self._tools.ListContextTools(request, timeout=t), _RETRYABLE
+            lambda t: self._tools.ListContextTools(request, timeout=t),
+            "ContextToolsService/ListContextTools",
         )
 
     async def call_context_tool(
@@ -708,7 +728,8 @@ class ContextEngineClient:
         if isolation_scope is not None:
             request.isolation_scope = isolation_scope
         return await self._call(
-            lambda t: self._tools.CallContextTool(request, timeout=t), _NO_RETRY
+            lambda t: self._tools.CallContextTool(request, timeout=t),
+            "ContextToolsService/CallContextTool",
         )
 
     def context_tools(
@@ -737,7 +758,7 @@ class ContextEngineClient:
     async def get_app_config(self, app_name: str) -> config_pb2.AppConfig:
         request = pb.GetAppConfigRequest(app_name=app_name)
         response = await self._call(
-            lambda t: self._sessions.GetAppConfig(request, timeout=t), _RETRYABLE
+            lambda t: self._sessions.GetAppConfig(request, timeout=t), "SessionService/GetAppConfig"
         )
         return response.config
 
@@ -745,7 +766,7 @@ class ContextEngineClient:
         request = pb.UpdateAppConfigRequest(config=config)
         response = await self._call(
             lambda t: self._sessions.UpdateAppConfig(request, timeout=t),
-            _RETRYABLE,
+            "SessionService/UpdateAppConfig",
         )
         return response.config
 
@@ -759,7 +780,7 @@ class ContextEngineClient:
         )
         return await self._call(
             lambda t: self._sessions.GetSessionConfig(request, timeout=t),
-            _RETRYABLE,
+            "SessionService/GetSessionConfig",
         )
 
     async def update_session_config(
@@ -776,7 +797,7 @@ class ContextEngineClient:
         )
         return await self._call(
             lambda t: self._sessions.UpdateSessionConfig(request, timeout=t),
-            _RETRYABLE,
+            "SessionService/UpdateSessionConfig",
         )
 
     # Subscriptions -------------------------------------------------------------------------

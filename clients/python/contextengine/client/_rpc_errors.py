@@ -28,6 +28,15 @@ class RpcError(Exception):
         self.reason = reason
         self.metadata = dict(metadata)
 
+    def is_invalid_id(self, field: str) -> bool:
+        """Whether the server refused the id in ``field`` (``"session_id"``, ...) before looking
+        anything up: missing (MISSING_FIELD) or malformed (INVALID_ID: too long, control
+        characters, surrounding whitespace). Such an id names nothing, so the ADK drop-ins answer
+        a get of it as ADK does a get of a missing session."""
+        return (
+            self.reason in ("MISSING_FIELD", "INVALID_ID") and self.metadata.get("field") == field
+        )
+
 
 def transport_too_large(
     code: grpc.StatusCode, message: str, receive_limit: int | None

@@ -50,6 +50,8 @@ class ContextServiceServicer:
         """Returns the model contents for an agent's next model call. Never fails because of the log's
         contents (a log ADK would consider malformed still materializes as ADK would); fails only on
         invalid request fields (INVALID_ARGUMENT) or an unknown session (NOT_FOUND).
+        IDEMPOTENT rather than NO_SIDE_EFFECTS: with a context_cache_config it may create a provider
+        cache, which a repeat reuses.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

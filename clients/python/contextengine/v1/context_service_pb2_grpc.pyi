@@ -46,6 +46,8 @@ class ContextServiceStub:
     """Returns the model contents for an agent's next model call. Never fails because of the log's
     contents (a log ADK would consider malformed still materializes as ADK would); fails only on
     invalid request fields (INVALID_ARGUMENT) or an unknown session (NOT_FOUND).
+    IDEMPOTENT rather than NO_SIDE_EFFECTS: with a context_cache_config it may create a provider
+    cache, which a repeat reuses.
     """
 
 @_typing.type_check_only
@@ -57,6 +59,8 @@ class ContextServiceAsyncStub(ContextServiceStub):
     """Returns the model contents for an agent's next model call. Never fails because of the log's
     contents (a log ADK would consider malformed still materializes as ADK would); fails only on
     invalid request fields (INVALID_ARGUMENT) or an unknown session (NOT_FOUND).
+    IDEMPOTENT rather than NO_SIDE_EFFECTS: with a context_cache_config it may create a provider
+    cache, which a repeat reuses.
     """
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -71,6 +75,8 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         """Returns the model contents for an agent's next model call. Never fails because of the log's
         contents (a log ADK would consider malformed still materializes as ADK would); fails only on
         invalid request fields (INVALID_ARGUMENT) or an unknown session (NOT_FOUND).
+        IDEMPOTENT rather than NO_SIDE_EFFECTS: with a context_cache_config it may create a provider
+        cache, which a repeat reuses.
         """
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from contextengine.v1 import memory_pb2 as contextengine_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%contextengine/v1/memory_service.proto\x12\x10\x63ontextengine.v1\x1a\x1d\x63ontextengine/v1/memory.proto\"R\n\x19\x41\x64\x64SessionToMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\"t\n\x1a\x41\x64\x64SessionToMemoryResponse\x12\x13\n\x0b\x65ntry_count\x18\x01 \x01(\x03\x12\x13\n\x0b\x61\x64\x64\x65\x64_count\x18\x02 \x01(\x03\x12\x15\n\rremoved_count\x18\x03 \x01(\x03\x12\x15\n\rlast_sequence\x18\x04 \x01(\x03\"d\n\x18\x41\x64\x64\x45ventsToMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x11\n\tsequences\x18\x04 \x03(\x03\"T\n\x19\x41\x64\x64\x45ventsToMemoryResponse\x12\x1c\n\x14remembered_sequences\x18\x01 \x03(\x03\x12\x19\n\x11skipped_sequences\x18\x02 \x03(\x03\"V\n\x13SearchMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\r\n\x05limit\x18\x04 \x01(\x05\"X\n\x14SearchMemoryResponse\x12/\n\x08memories\x18\x01 \x03(\x0b\x32\x1d.contextengine.v1.MemoryEntry\x12\x0f\n\x07ranking\x18\x02 \x01(\t\"L\n\x13\x44\x65leteMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\"-\n\x14\x44\x65leteMemoryResponse\x12\x15\n\rdeleted_count\x18\x01 \x01(\x03\x32\xac\x03\n\rMemoryService\x12o\n\x12\x41\x64\x64SessionToMemory\x12+.contextengine.v1.AddSessionToMemoryRequest\x1a,.contextengine.v1.AddSessionToMemoryResponse\x12l\n\x11\x41\x64\x64\x45ventsToMemory\x12*.contextengine.v1.AddEventsToMemoryRequest\x1a+.contextengine.v1.AddEventsToMemoryResponse\x12]\n\x0cSearchMemory\x12%.contextengine.v1.SearchMemoryRequest\x1a&.contextengine.v1.SearchMemoryResponse\x12]\n\x0c\x44\x65leteMemory\x12%.contextengine.v1.DeleteMemoryRequest\x1a&.contextengine.v1.DeleteMemoryResponseB,\n\x14\x64\x65v.contextengine.v1B\x12MemoryServiceProtoP\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%contextengine/v1/memory_service.proto\x12\x10\x63ontextengine.v1\x1a\x1d\x63ontextengine/v1/memory.proto\"R\n\x19\x41\x64\x64SessionToMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\"t\n\x1a\x41\x64\x64SessionToMemoryResponse\x12\x13\n\x0b\x65ntry_count\x18\x01 \x01(\x03\x12\x13\n\x0b\x61\x64\x64\x65\x64_count\x18\x02 \x01(\x03\x12\x15\n\rremoved_count\x18\x03 \x01(\x03\x12\x15\n\rlast_sequence\x18\x04 \x01(\x03\"d\n\x18\x41\x64\x64\x45ventsToMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x11\n\tsequences\x18\x04 \x03(\x03\"T\n\x19\x41\x64\x64\x45ventsToMemoryResponse\x12\x1c\n\x14remembered_sequences\x18\x01 \x03(\x03\x12\x19\n\x11skipped_sequences\x18\x02 \x03(\x03\"V\n\x13SearchMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\r\n\x05limit\x18\x04 \x01(\x05\"X\n\x14SearchMemoryResponse\x12/\n\x08memories\x18\x01 \x03(\x0b\x32\x1d.contextengine.v1.MemoryEntry\x12\x0f\n\x07ranking\x18\x02 \x01(\t\"L\n\x13\x44\x65leteMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\"-\n\x14\x44\x65leteMemoryResponse\x12\x15\n\rdeleted_count\x18\x01 \x01(\x03\x32\xc0\x03\n\rMemoryService\x12t\n\x12\x41\x64\x64SessionToMemory\x12+.contextengine.v1.AddSessionToMemoryRequest\x1a,.contextengine.v1.AddSessionToMemoryResponse\"\x03\x90\x02\x02\x12q\n\x11\x41\x64\x64\x45ventsToMemory\x12*.contextengine.v1.AddEventsToMemoryRequest\x1a+.contextengine.v1.AddEventsToMemoryResponse\"\x03\x90\x02\x02\x12\x62\n\x0cSearchMemory\x12%.contextengine.v1.SearchMemoryRequest\x1a&.contextengine.v1.SearchMemoryResponse\"\x03\x90\x02\x01\x12\x62\n\x0c\x44\x65leteMemory\x12%.contextengine.v1.DeleteMemoryRequest\x1a&.contextengine.v1.DeleteMemoryResponse\"\x03\x90\x02\x02\x42,\n\x14\x64\x65v.contextengine.v1B\x12MemoryServiceProtoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,6 +33,14 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextengine.v1.memory_ser
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.contextengine.v1B\022MemoryServiceProtoP\001'
+  _globals['_MEMORYSERVICE'].methods_by_name['AddSessionToMemory']._loaded_options = None
+  _globals['_MEMORYSERVICE'].methods_by_name['AddSessionToMemory']._serialized_options = b'\220\002\002'
+  _globals['_MEMORYSERVICE'].methods_by_name['AddEventsToMemory']._loaded_options = None
+  _globals['_MEMORYSERVICE'].methods_by_name['AddEventsToMemory']._serialized_options = b'\220\002\002'
+  _globals['_MEMORYSERVICE'].methods_by_name['SearchMemory']._loaded_options = None
+  _globals['_MEMORYSERVICE'].methods_by_name['SearchMemory']._serialized_options = b'\220\002\001'
+  _globals['_MEMORYSERVICE'].methods_by_name['DeleteMemory']._loaded_options = None
+  _globals['_MEMORYSERVICE'].methods_by_name['DeleteMemory']._serialized_options = b'\220\002\002'
   _globals['_ADDSESSIONTOMEMORYREQUEST']._serialized_start=90
   _globals['_ADDSESSIONTOMEMORYREQUEST']._serialized_end=172
   _globals['_ADDSESSIONTOMEMORYRESPONSE']._serialized_start=174
@@ -50,5 +58,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DELETEMEMORYRESPONSE']._serialized_start=736
   _globals['_DELETEMEMORYRESPONSE']._serialized_end=781
   _globals['_MEMORYSERVICE']._serialized_start=784
-  _globals['_MEMORYSERVICE']._serialized_end=1212
+  _globals['_MEMORYSERVICE']._serialized_end=1232
 # @@protoc_insertion_point(module_scope)

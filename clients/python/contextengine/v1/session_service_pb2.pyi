@@ -13,6 +13,15 @@ RESOURCE_EXHAUSTED / REQUEST_TOO_LARGE.
 
 Retries: AppendEvent and AppendEvents are idempotent by event id, so a client that assigns ids
 itself may retry them after UNAVAILABLE or DEADLINE_EXCEEDED. Every read is safe to retry.
+
+Every RPC of every service declares it with the standard `idempotency_level` method option
+(google/protobuf/descriptor.proto): NO_SIDE_EFFECTS for reads, IDEMPOTENT for writes that a
+repeat leaves as one did, nothing (IDEMPOTENCY_UNKNOWN) for those a repeat could do twice
+(CreateSession, RewindSession, Compact, CommitCompaction, CallContextTool). The clients read the
+option from the generated descriptors and retry exactly the methods that declare one; it is the
+one place the rule is written. DeleteSession is IDEMPOTENT (deleting twice leaves what deleting
+once does), but a repeat of a delete whose response was lost answers NOT_FOUND, so the clients
+retry it only with `allow_missing`.
 """
 
 from collections import abc as _abc

@@ -12,28 +12,24 @@
   are read as the nearest double (as ``JSON.parse`` does);
 * ``true``, ``false``, ``null``.
 
+The scheme itself is Trail of Bits' ``rfc8785`` (PyPI), which passes the shared golden vectors
+(tests/golden/fingerprints/vectors.json, checked by every client). What is ours is the edge the
+fingerprint needs around it: Python ints beyond the doubles' exact range (2**53) are read as the
+nearest double, as ``JSON.parse`` reads them (``rfc8785`` refuses them), any ``Mapping`` and
+``Sequence`` is an object and an array (``rfc8785`` takes ``dict``, ``list`` and ``tuple``), and
+every refusal is a :class:`CanonicalizationError`.
+
 The output is text; encode it as UTF-8 for hashing. Pure, no I/O.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
-__all__ = ["CanonicalizationError", "canonicalize", "number_to_string", "utf16_key"]
+import rfc8785
 
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-}
+__all__ = ["CanonicalizationError", "canonicalize", "number_to_string", "utf16_key"]
 
 
 class CanonicalizationError(ValueError):
@@ -50,99 +46,43 @@ def utf16_key(text: str) -> bytes:
         raise CanonicalizationError(f"string {text!r} holds a lone surrogate") from error
 
 
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    escaped = _ESCAPES.get(char)
-    if escaped is not None:
-        return escaped
-    if char < " ":
-        return f"\\u{ord(char):04x}"
-    raise CanonicalizationError("a string holds a lone surrogate")
-
-
-def _string(text: str) -> str:
-    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
+def _dumps(value: Any) -> str:
+    try:
+        return rfc8785.dumps(value).decode("utf-8")
+    except (rfc8785.CanonicalizationError, UnicodeError) as error:
+        raise CanonicalizationError(str(error)) from error
 
 
 def number_to_string(value: float) -> str:
     """ECMAScript ``Number.prototype.toString(value)`` for a finite double (ECMA-262 7.1.12.1)."""
-    if not math.isfinite(value):
-        raise CanonicalizationError(f"{value} is not a JSON number")
-    if value == 0:
-        return "0"  # also -0
-    if value < 0:
-        return "-" + number_to_string(-value)
-    # repr() is the shortest string that round-trips (closest to the value when several are
-    # equally short), the same digits ECMAScript chooses.
-    sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
-    assert isinstance(exponent, int)
-    assert sign == 0
-    digits = "".join(map(str, digit_tuple)).lstrip("0")
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    digits = stripped
-    k = len(digits)
-    n = exponent + k  # value = 0.digits * 10**n
-    if k <= n <= 21:
-        return digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return digits[:n] + "." + digits[n:]
-    if -6 < n <= 0:
-        return "0." + "0" * (-n) + digits
-    sign_char = "+" if n - 1 >= 0 else "-"
-    mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
-    return f"{mantissa}e{sign_char}{abs(n - 1)}"
+    return _dumps(float(value))
 
 
-def _number(value: int | float) -> str:
+def _as_json(value: Any) -> Any:
+    """``value`` in the types ``rfc8785`` takes: ints as doubles (the nearest, as ``JSON.parse``
+    reads them), mappings as dicts, sequences as lists."""
+    if value is None or isinstance(value, (bool, str, float)):
+        return value
     if isinstance(value, int):
         try:
-            value = float(value)  # the nearest double, as JSON.parse reads it
+            return float(value)
         except OverflowError as error:
             raise CanonicalizationError(f"integer {value} is beyond the doubles") from error
-    return number_to_string(value)
-
-
-def _write(value: Any, out: list[str]) -> None:
-    if value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, str):
-        out.append(_string(value))
-    elif isinstance(value, (int, float)):
-        out.append(_number(value))
-    elif isinstance(value, Mapping):
-        keys = list(value)
-        for key in keys:
+    if isinstance(value, Mapping):
+        for key in value:
             if not isinstance(key, str):
                 raise CanonicalizationError(f"object key {key!r} is not a string")
-        out.append("{")
-        for index, key in enumerate(sorted(keys, key=utf16_key)):
-            if index:
-                out.append(",")
-            out.append(_string(key))
-            out.append(":")
-            _write(value[key], out)
-        out.append("}")
-    elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
-    else:
-        raise CanonicalizationError(f"{type(value).__name__} is not a JSON value")
+        return {key: _as_json(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return [_as_json(item) for item in value]
+    raise CanonicalizationError(f"{type(value).__name__} is not a JSON value")
 
 
 def canonicalize(value: Any) -> str:
     """The JCS text of ``value`` (dicts, lists/tuples, str, int, float, bool, None)."""
-    out: list[str] = []
-    _write(value, out)
-    return "".join(out)
+    try:
+        # The common case (dicts, lists, ints within 2**53) as it is: no copy.
+        return rfc8785.dumps(value).decode("utf-8")
+    except (rfc8785.CanonicalizationError, UnicodeError):
+        # A big int, another Mapping or Sequence, or no JSON at all: convert, or say why not.
+        return _dumps(_as_json(value))

@@ -424,7 +424,6 @@ public final class ContextEngineSessionService implements BaseSessionService {
 
   /** A session id the engine refuses (empty, too long, control characters) names no session. */
   private static boolean noSuchId(ContextEngineException e) {
-    return ("MISSING_FIELD".equals(e.reason()) || "INVALID_ID".equals(e.reason()))
-        && "session_id".equals(e.metadata().get("field"));
+    return e.isInvalidId("session_id");
   }
 }

@@ -48,7 +48,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *       idempotent writes, and appends, whose events get their id (and timestamp) before the first
  *       attempt. {@code CreateSession}, {@code RewindSession}, {@code Compact}, {@code
  *       CommitCompaction}, {@code CallContextTool} and {@code DeleteSession} without {@code
- *       allow_missing} never are.
+ *       allow_missing} never are. Which calls are safe is declared once, in the protos (each
+ *       method's {@code idempotency_level}), and read from the generated descriptors ({@link
+ *       Retryability}).
  *   <li>Failures are {@link ContextEngineException}s with the gRPC code and the server's {@code
  *       ErrorInfo} reason and metadata; missing ids are rejected before sending with the code and
  *       reason the server would use. A sidecar that is down fails fast with {@code UNAVAILABLE} (no
@@ -376,7 +378,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getCreateSessionMethod(), method, request, false);
+    return unary(SessionServiceGrpc.getCreateSessionMethod(), method, request);
   }
 
   /**
@@ -398,7 +400,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getGetSessionMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getGetSessionMethod(), method, request);
   }
 
   /** One page of an app's (or a user's) sessions. Blocks; throws {@link ContextEngineException}. */
@@ -417,7 +419,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getListSessionsMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getListSessionsMethod(), method, request);
   }
 
   /**
@@ -439,6 +441,8 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
+    // The proto declares it IDEMPOTENT, but a repeat after a lost answer would meet NOT_FOUND
+    // unless a missing session is allowed (then it answers deleted=false).
     return unary(
         SessionServiceGrpc.getDeleteSessionMethod(), method, request, request.getAllowMissing());
   }
@@ -466,7 +470,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getAppendEventMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getAppendEventMethod(), method, request);
   }
 
   /**
@@ -492,7 +496,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getAppendEventsMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getAppendEventsMethod(), method, request);
   }
 
   /**
@@ -513,7 +517,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getListEventsMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getListEventsMethod(), method, request);
   }
 
   /**
@@ -537,7 +541,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getRewindSessionMethod(), method, request, false);
+    return unary(SessionServiceGrpc.getRewindSessionMethod(), method, request);
   }
 
   /**
@@ -558,7 +562,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getGetAppConfigMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getGetAppConfigMethod(), method, request);
   }
 
   /**
@@ -584,7 +588,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getUpdateAppConfigMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getUpdateAppConfigMethod(), method, request);
   }
 
   /**
@@ -607,7 +611,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getGetSessionConfigMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getGetSessionConfigMethod(), method, request);
   }
 
   /**
@@ -633,7 +637,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(SessionServiceGrpc.getUpdateSessionConfigMethod(), method, request, true);
+    return unary(SessionServiceGrpc.getUpdateSessionConfigMethod(), method, request);
   }
 
   /**
@@ -655,7 +659,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(ContextServiceGrpc.getBuildContextMethod(), method, request, true);
+    return unary(ContextServiceGrpc.getBuildContextMethod(), method, request);
   }
 
   /**
@@ -726,7 +730,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(CompactionServiceGrpc.getEndInvocationMethod(), method, request, true);
+    return unary(CompactionServiceGrpc.getEndInvocationMethod(), method, request);
   }
 
   /**
@@ -748,7 +752,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(CompactionServiceGrpc.getCompactMethod(), method, request, false);
+    return unary(CompactionServiceGrpc.getCompactMethod(), method, request);
   }
 
   /**
@@ -771,7 +775,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(CompactionServiceGrpc.getPlanCompactionMethod(), method, request, true);
+    return unary(CompactionServiceGrpc.getPlanCompactionMethod(), method, request);
   }
 
   /**
@@ -794,7 +798,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(CompactionServiceGrpc.getCommitCompactionMethod(), method, request, false);
+    return unary(CompactionServiceGrpc.getCommitCompactionMethod(), method, request);
   }
 
   /**
@@ -816,7 +820,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(CompactionServiceGrpc.getExpandSummaryMethod(), method, request, true);
+    return unary(CompactionServiceGrpc.getExpandSummaryMethod(), method, request);
   }
 
   /**
@@ -839,7 +843,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(CompactionServiceGrpc.getGetCompactionStatusMethod(), method, request, true);
+    return unary(CompactionServiceGrpc.getGetCompactionStatusMethod(), method, request);
   }
 
   /**
@@ -862,7 +866,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(MemoryServiceGrpc.getAddSessionToMemoryMethod(), method, request, true);
+    return unary(MemoryServiceGrpc.getAddSessionToMemoryMethod(), method, request);
   }
 
   /**
@@ -885,7 +889,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(MemoryServiceGrpc.getAddEventsToMemoryMethod(), method, request, true);
+    return unary(MemoryServiceGrpc.getAddEventsToMemoryMethod(), method, request);
   }
 
   /** Searches a user's memories, best first. Blocks; throws {@link ContextEngineException}. */
@@ -904,7 +908,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(MemoryServiceGrpc.getSearchMemoryMethod(), method, request, true);
+    return unary(MemoryServiceGrpc.getSearchMemoryMethod(), method, request);
   }
 
   /**
@@ -926,7 +930,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(MemoryServiceGrpc.getDeleteMemoryMethod(), method, request, true);
+    return unary(MemoryServiceGrpc.getDeleteMemoryMethod(), method, request);
   }
 
   // Context tools (ContextToolsService) --------------------------------------------------------
@@ -951,7 +955,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(ContextToolsServiceGrpc.getListContextToolsMethod(), method, request, true);
+    return unary(ContextToolsServiceGrpc.getListContextToolsMethod(), method, request);
   }
 
   /**
@@ -984,7 +988,7 @@ public final class ContextEngineClient implements AutoCloseable {
     } catch (ContextEngineException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return unary(ContextToolsServiceGrpc.getCallContextToolMethod(), method, request, false);
+    return unary(ContextToolsServiceGrpc.getCallContextToolMethod(), method, request);
   }
 
   /**
@@ -1168,13 +1172,21 @@ public final class ContextEngineClient implements AutoCloseable {
 
   // Internals -----------------------------------------------------------------------------------
 
+  /** {@link #unary(MethodDescriptor, String, Object, boolean)} with no request-level condition. */
+  private <Q, R> CompletableFuture<R> unary(
+      MethodDescriptor<Q, R> descriptor, String method, Q request) {
+    return unary(descriptor, method, request, true);
+  }
+
   /**
    * Runs one unary call under one deadline: every attempt has the time that is left; a retryable
    * call is tried again after UNAVAILABLE while attempts remain and the backoff ends before the
-   * deadline.
+   * deadline. Retryable: the proto declares an {@code idempotency_level} for the method ({@link
+   * Retryability}) and {@code requestAllows}, a request's own condition, holds.
    */
   private <Q, R> CompletableFuture<R> unary(
-      MethodDescriptor<Q, R> descriptor, String method, Q request, boolean retryable) {
+      MethodDescriptor<Q, R> descriptor, String method, Q request, boolean requestAllows) {
+    boolean retryable = requestAllows && Retryability.isRetryable(descriptor);
     long started = System.nanoTime();
     Deadline deadline = Deadline.after(timeout.toNanos(), TimeUnit.NANOSECONDS);
     CompletableFuture<R> result = new CompletableFuture<>();

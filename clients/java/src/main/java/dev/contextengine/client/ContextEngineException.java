@@ -121,6 +121,18 @@ public final class ContextEngineException extends RuntimeException {
     return clientSide;
   }
 
+  /**
+   * Whether the server refused the id in {@code field} ({@code "session_id"}, ...) before looking
+   * anything up: missing ({@code MISSING_FIELD}) or malformed ({@code INVALID_ID}: too long,
+   * control characters, surrounding whitespace). Such an id names nothing, so the ADK drop-ins
+   * answer a get of it as ADK does a get of a missing session.
+   */
+  public boolean isInvalidId(String field) {
+    return ("MISSING_FIELD".equals(reason) || "INVALID_ID".equals(reason))
+        && metadata != null
+        && field.equals(metadata.get("field"));
+  }
+
   /** The same error with another message (the client explains connection failures). */
   ContextEngineException withDetail(String newDetail) {
     return new ContextEngineException(

@@ -1,25 +1,26 @@
 package dev.contextengine.client;
 
 import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageOrBuilder;
 import com.google.protobuf.Struct;
 import com.google.protobuf.util.JsonFormat;
 import dev.contextengine.v1.BuildContextRequest;
 import dev.contextengine.v1.Content;
-import java.math.BigDecimal;
-import java.math.MathContext;
-import java.math.RoundingMode;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
+import org.erdtman.jcs.JsonCanonicalizer;
+import org.erdtman.jcs.NumberToJSON;
 
 /**
  * The prompt-cache fingerprint, computed in the client: the same lowercase hex SHA-256 the sidecar
@@ -36,11 +37,12 @@ import java.util.TreeMap;
  * names, tools are normalised (each tool's {@code function_declarations} sorted by name, then the
  * tools sorted by their canonical text), and empty parts are left out.
  *
- * <p>RFC 8785 is implemented here rather than taken from a library: the one Java implementation on
- * Maven Central (the RFC author's reference code) is not maintained as a library, and the
- * canonicalization needed is small: JSON values as plain Java objects (Map, List, String, Number,
- * Boolean, null), members sorted by UTF-16 code units, ECMAScript number formatting (computed
- * exactly with BigDecimal, since Java 17's {@code Double.toString} is not always the shortest).
+ * <p>RFC 8785 itself is the RFC co-author's library, {@code
+ * io.github.erdtman:java-json-canonicalization} (its canonicalizer and its ECMAScript number
+ * formatting), which passes every shared golden vector. What is ours is the edge: a value given as
+ * plain Java objects (Map, List, String, Number, Boolean, null) is checked to be JSON (string
+ * member names, finite numbers, no lone surrogate, no other type) and written as JSON text for it,
+ * and every refusal is a {@link CanonicalizationException}.
  *
  * <pre>{@code
  * BuildContextResponse context = client.buildContext(request);
@@ -55,6 +57,11 @@ public final class Fingerprint {
   public static final int VERSION = 1;
 
   private static final Gson GSON = new Gson();
+
+  /** Writes a checked value as JSON text for the canonicalizer (null members kept). */
+  private static final Gson WRITER =
+      new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
+
   private static final JsonFormat.Printer PRINTER =
       JsonFormat.printer().preservingProtoFieldNames().omittingInsignificantWhitespace();
 
@@ -69,9 +76,17 @@ public final class Fingerprint {
 
   /** The RFC 8785 canonical text of a JSON value given as plain Java objects. */
   public static String canonicalize(Object value) {
-    StringBuilder out = new StringBuilder();
-    write(value, out);
-    return out.toString();
+    Object plain = plain(value);
+    // The canonicalizer reads an object or an array: a lone scalar goes in a one-item array,
+    // whose canonical text is "[" + the scalar's + "]".
+    boolean scalar = !(plain instanceof Map || plain instanceof List);
+    String text = WRITER.toJson(scalar ? Collections.singletonList(plain) : plain);
+    try {
+      String canonical = new JsonCanonicalizer(text).getEncodedString();
+      return scalar ? canonical.substring(1, canonical.length() - 1) : canonical;
+    } catch (IOException e) {
+      throw new CanonicalizationException("not canonicalizable: " + e.getMessage());
+    }
   }
 
   /** The RFC 8785 canonical text of a JSON text. */
@@ -88,97 +103,53 @@ public final class Fingerprint {
     }
   }
 
-  private static void write(Object value, StringBuilder out) {
-    if (value == null) {
-      out.append("null");
-    } else if (value instanceof Boolean) {
-      out.append(((Boolean) value) ? "true" : "false");
+  /**
+   * {@code value} checked to be JSON, numbers as doubles (what JSON.parse reads), for Gson to write
+   * as text: member names are strings, numbers finite, strings without a lone surrogate.
+   */
+  private static Object plain(Object value) {
+    if (value == null || value instanceof Boolean) {
+      return value;
     } else if (value instanceof String) {
-      writeString((String) value, out);
+      checkString((String) value);
+      return value;
     } else if (value instanceof Number) {
-      out.append(number(((Number) value).doubleValue()));
-    } else if (value instanceof List) {
-      out.append('[');
-      boolean first = true;
-      for (Object item : (List<?>) value) {
-        if (!first) {
-          out.append(',');
-        }
-        first = false;
-        write(item, out);
+      double d = ((Number) value).doubleValue();
+      if (Double.isNaN(d) || Double.isInfinite(d)) {
+        throw new CanonicalizationException(d + " is not a JSON number");
       }
-      out.append(']');
+      return d;
+    } else if (value instanceof List) {
+      List<Object> items = new ArrayList<>();
+      for (Object item : (List<?>) value) {
+        items.add(plain(item));
+      }
+      return items;
     } else if (value instanceof Map) {
-      TreeMap<String, Object> sorted = new TreeMap<>(Comparator.naturalOrder());
+      Map<String, Object> members = new LinkedHashMap<>();
       for (Map.Entry<?, ?> entry : ((Map<?, ?>) value).entrySet()) {
         if (!(entry.getKey() instanceof String)) {
           throw new CanonicalizationException("object member names are strings");
         }
-        sorted.put((String) entry.getKey(), entry.getValue());
+        checkString((String) entry.getKey());
+        members.put((String) entry.getKey(), plain(entry.getValue()));
       }
-      out.append('{');
-      boolean first = true;
-      for (Map.Entry<String, Object> entry : sorted.entrySet()) {
-        if (!first) {
-          out.append(',');
-        }
-        first = false;
-        writeString(entry.getKey(), out);
-        out.append(':');
-        write(entry.getValue(), out);
-      }
-      out.append('}');
-    } else {
-      throw new CanonicalizationException(
-          "a " + value.getClass().getName() + " is not a JSON value");
+      return members;
     }
+    throw new CanonicalizationException("a " + value.getClass().getName() + " is not a JSON value");
   }
 
-  private static void writeString(String text, StringBuilder out) {
-    out.append('"');
+  private static void checkString(String text) {
     for (int i = 0; i < text.length(); i++) {
       char c = text.charAt(i);
-      if (Character.isHighSurrogate(c)) {
-        if (i + 1 >= text.length() || !Character.isLowSurrogate(text.charAt(i + 1))) {
-          throw new CanonicalizationException("a string holds a lone surrogate");
-        }
-        out.append(c).append(text.charAt(++i));
-        continue;
-      }
-      if (Character.isLowSurrogate(c)) {
+      if (Character.isHighSurrogate(c)
+          && i + 1 < text.length()
+          && Character.isLowSurrogate(text.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
         throw new CanonicalizationException("a string holds a lone surrogate");
       }
-      switch (c) {
-        case '"':
-          out.append("\\\"");
-          break;
-        case '\\':
-          out.append("\\\\");
-          break;
-        case '\b':
-          out.append("\\b");
-          break;
-        case '\f':
-          out.append("\\f");
-          break;
-        case '\n':
-          out.append("\\n");
-          break;
-        case '\r':
-          out.append("\\r");
-          break;
-        case '\t':
-          out.append("\\t");
-          break;
-        default:
-          if (c < 0x20) {
-            out.append(String.format("\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-      }
     }
-    out.append('"');
   }
 
   /**
@@ -189,40 +160,11 @@ public final class Fingerprint {
     if (Double.isNaN(value) || Double.isInfinite(value)) {
       throw new CanonicalizationException(value + " is not a JSON number");
     }
-    if (value == 0) {
-      return "0";
+    try {
+      return NumberToJSON.serializeNumber(value);
+    } catch (IOException e) {
+      throw new CanonicalizationException(value + " is not a JSON number: " + e.getMessage());
     }
-    String sign = value < 0 ? "-" : "";
-    double magnitude = Math.abs(value);
-    BigDecimal exact = new BigDecimal(magnitude);
-    BigDecimal shortest = exact;
-    for (int precision = 1; precision <= 17; precision++) {
-      BigDecimal candidate = exact.round(new MathContext(precision, RoundingMode.HALF_EVEN));
-      if (candidate.doubleValue() == magnitude) {
-        shortest = candidate;
-        break;
-      }
-    }
-    shortest = shortest.stripTrailingZeros();
-    String digits = shortest.unscaledValue().toString();
-    int k = digits.length();
-    int n = k - shortest.scale(); // value = 0.digits * 10^n
-    StringBuilder out = new StringBuilder(sign);
-    if (k <= n && n <= 21) {
-      out.append(digits).append("0".repeat(n - k));
-    } else if (0 < n && n <= 21) {
-      out.append(digits, 0, n).append('.').append(digits, n, k);
-    } else if (-6 < n && n <= 0) {
-      out.append("0.").append("0".repeat(-n)).append(digits);
-    } else {
-      int e = n - 1;
-      out.append(digits.charAt(0));
-      if (k > 1) {
-        out.append('.').append(digits, 1, k);
-      }
-      out.append('e').append(e >= 0 ? '+' : '-').append(Math.abs(e));
-    }
-    return out.toString();
   }
 
   private static String declarationName(Object declaration) {

@@ -103,6 +103,44 @@ class ContractTest {
   }
 
   @Test
+  void aLoneScalarIsCanonicalToo() {
+    assertEquals("3", Fingerprint.canonicalize(3));
+    assertEquals("1e+21", Fingerprint.canonicalize(1e21));
+    assertEquals("null", Fingerprint.canonicalize(null));
+    assertEquals("true", Fingerprint.canonicalize(true));
+    assertEquals("\"a\u2028\\n\"", Fingerprint.canonicalize("a\u2028\n"));
+  }
+
+  @Test
+  void anIdRefusedBeforeAnyLookupIsRecognisedByItsField() {
+    for (String reason : List.of("MISSING_FIELD", "INVALID_ID")) {
+      ContextEngineException e =
+          new ContextEngineException(
+              Status.Code.INVALID_ARGUMENT,
+              "bad id",
+              reason,
+              "contextengine.v1",
+              Map.of("field", "session_id"),
+              "",
+              false,
+              null);
+      assertTrue(e.isInvalidId("session_id"), reason);
+      assertFalse(e.isInvalidId("user_id"), reason);
+    }
+    ContextEngineException notFound =
+        new ContextEngineException(
+            Status.Code.NOT_FOUND,
+            "gone",
+            "SESSION_NOT_FOUND",
+            "contextengine.v1",
+            Map.of("session_id", "s"),
+            "",
+            false,
+            null);
+    assertFalse(notFound.isInvalidId("session_id"));
+  }
+
+  @Test
   void grpcsOwnRefusalOfAnOversizedRequestIsRequestTooLarge() {
     ContextEngineException e =
         ContextEngineException.from(
