@@ -21,7 +21,7 @@ timed; the events are ``bench.append``'s tool-using conversation):
 
 The workloads: ``sequential`` (one caller, each call awaited before the next), ``concurrent``
 (16 callers, each on its own channel, on one session) and ``batched`` (16 callers, AppendEvents
-of 10). Server CPU comes from ``/proc`` (``bench.proc``), split by thread (the event loop, the
+of 10). Server CPU comes from ``/proc`` (``contextengine.testing.proc``), split by thread (the event loop, the
 other Python threads: aiosqlite's per connection and grpc.aio's poller, gRPC's core threads).
 Each workload runs twice on each server, alternating (sidecar, floor, sidecar, floor): what
 the machine's other load does to one shows in the other's round too. The rows report the sum.
@@ -53,7 +53,6 @@ from bench import (
     RowsReport,
     load_average,
     number,
-    proc,
     table,
 )
 from bench.answer_floor import METHOD, FloorServer, identity
@@ -63,6 +62,7 @@ from contextengine.client import ContextEngineClient
 from contextengine.store import SessionKey
 from contextengine.store.sqlite._ops import append_events as store_append_events
 from contextengine.store.sqlite._writer import SessionCache, run_batch
+from contextengine.testing import proc
 from contextengine.v1 import session_service_pb2 as spb
 
 _SERVICE = "contextengine.v1.SessionService"

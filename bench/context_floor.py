@@ -48,9 +48,9 @@ import grpc
 from bench import Ceiling, DataCheckError, Options, Report, RowsReport, load_average, number, table
 from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import APP, SEED, USER, Conversation, Session
-from bench.proc import minor_faults, resident_kib
 from bench.sidecar import Sidecar, profile_summary
 from contextengine.client import ContextEngineClient
+from contextengine.testing.proc import minor_faults, resident_kib
 from contextengine.v1 import context_service_pb2 as cpb
 
 SESSION = "floor"

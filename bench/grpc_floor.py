@@ -26,8 +26,8 @@ from multiprocessing.connection import Connection
 
 import grpc
 
-from bench import proc
 from bench.answer_floor import identity
+from contextengine.testing import proc
 
 _METHOD = "/bench.Floor/Stream"
 _START_TIMEOUT_SECONDS = 30.0

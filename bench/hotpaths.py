@@ -21,7 +21,7 @@ normal, log level WARNING):
   after a restart must not be slower than.
 
 Both servers are driven over raw channels with identity serializers, so the client does the same
-work for both. Server CPU (all threads, from ``/proc``: ``bench.proc``) is read before and after
+work for both. Server CPU (all threads, from ``/proc``: ``contextengine.testing.proc``) is read before and after
 a block of calls and divided by the calls; the ratio is sidecar / floor from the same run (the
 machine's other load weighs on both). Cold start CPU is the sidecar's CPU during that one call.
 
@@ -48,7 +48,7 @@ from typing import Any
 
 import grpc
 
-from bench import Ceiling, DataCheckError, Options, Report, load_average, number, proc, table
+from bench import Ceiling, DataCheckError, Options, Report, load_average, number, table
 from bench.answer_floor import CHANNEL_OPTIONS, METHOD, FloorServer, identity
 from bench.context import (
     AGENT as CONTEXT_AGENT,
@@ -63,6 +63,7 @@ from bench.context import (
     time_adk,
 )
 from bench.sidecar import Sidecar
+from contextengine.testing import proc
 from contextengine.v1 import context_service_pb2 as cpb, session_service_pb2 as spb
 
 #: the floor server's one method (``bench.append_floor``: answers each request with its bytes)

@@ -132,13 +132,7 @@ class DbSidecar(Sidecar):
     """``bench.sidecar.Sidecar`` on a given ``--db`` (a PostgreSQL URL)."""
 
     def __init__(self, workdir: Path, name: str, db: str) -> None:
-        super().__init__(workdir, name, check_health=True)
-        self.database = db
-
-    def command(self, profile_file: Path | None = None) -> list[str]:
-        command = super().command(profile_file)
-        command[command.index("--db") + 1] = self.database
-        return command
+        super().__init__(workdir, name, database=db, check_health=True)
 
 
 @contextlib.asynccontextmanager

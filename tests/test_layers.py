@@ -179,6 +179,8 @@ GRPC_LAYERS = frozenset(
         "observability",
         "transport",
         "cli",
+        # it health-checks the sidecar processes it starts
+        "testing",
         "client",
         "adk",
         "adk.embedded",

@@ -8,7 +8,6 @@ import platform
 from pathlib import Path
 
 import pytest
-from bench.proc import minor_faults
 
 from contextengine.client import ContextEngineClient
 from contextengine.process.malloc_policy import (
@@ -17,6 +16,7 @@ from contextengine.process.malloc_policy import (
     tune_malloc,
 )
 from contextengine.settings import ServerSettings
+from contextengine.testing.proc import minor_faults
 from contextengine.v1 import content_pb2, event_pb2
 from tests.faults.sidecar import Sidecar
 from tests.service.helpers import text_event

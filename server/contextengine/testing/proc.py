@@ -1,7 +1,8 @@
-"""CPU time of another process, and of its threads, from Linux's ``/proc`` (see proc(5)).
+"""CPU time, page faults and memory of another process, and of its threads, from Linux's
+``/proc`` (see proc(5)).
 
-Used by the benchmarks to measure what a server process (the sidecar, the bare gRPC server of
-``grpc_floor``) spends on a workload: read before and after, subtract.
+The benchmarks and the tests measure what a server process (the sidecar, the bare gRPC server of
+``bench/grpc_floor.py``) spends on a workload with these: read before and after, subtract.
 """
 
 from __future__ import annotations
