@@ -67,17 +67,13 @@ from google.adk.flows.llm_flows.context._contents import _get_contents
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
-from google.adk.sessions.base_session_service import (
-    BaseSessionService,
-    GetSessionConfig,
-    ListSessionsResponse,
-)
 from google.adk.sessions.session import Session as AdkSession
 from google.genai import types
 from pydantic import PrivateAttr
 
 from bench import DataCheckError, Options, Report, number, table
 from bench.context import percentile, random_text
+from bench.peers.adk_compaction import AppendOnlySessionService
 from bench.sidecar import Sidecar
 from contextengine.client import ContextEngineClient
 from contextengine.compaction.summarizers.factory import summarizer_from_config
@@ -539,39 +535,6 @@ class FakeSummaryLlm(BaseLlm):
         )
 
 
-class _ListSessionService(BaseSessionService):
-    """Appends to the session object given (the base class's behaviour); nothing else is used
-    by compaction."""
-
-    async def create_session(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        state: dict[str, Any] | None = None,
-        session_id: str | None = None,
-    ) -> AdkSession:
-        raise NotImplementedError
-
-    async def get_session(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        config: GetSessionConfig | None = None,
-    ) -> AdkSession | None:
-        raise NotImplementedError
-
-    async def list_sessions(
-        self, *, app_name: str, user_id: str | None = None
-    ) -> ListSessionsResponse:
-        raise NotImplementedError
-
-    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        raise NotImplementedError
-
-
 @contextlib.contextmanager
 def _experimental_warnings_ignored() -> Iterator[None]:
     with warnings.catch_warnings():
@@ -595,7 +558,7 @@ class AdkBackend:
             self.agent = LlmAgent(name=AGENT, model=self.llm)
             self.app = App(name=APP, root_agent=self.agent, events_compaction_config=self.config)
         self.session = AdkSession(id="session", app_name=APP, user_id=USER, events=[])
-        self.service = _ListSessionService()
+        self.service = AppendOnlySessionService()
         self.clock = Clock()
         self.raw_chars = 0
         self.count = 0

@@ -126,16 +126,9 @@ class FakeSummaryLlm(BaseLlm):
         )
 
 
-class _StampingSessionService(BaseSessionService):
-    """Appends to the given session object only (as the base class does), stamping the event
-    first. The other methods are never called by compaction."""
-
-    def __init__(self, stamp: Stamp) -> None:
-        self._stamp = stamp
-
-    async def append_event(self, session: Session, event: Event) -> Event:
-        self._stamp.apply(event)
-        return await super().append_event(session=session, event=event)
+class AppendOnlySessionService(BaseSessionService):
+    """Appends to the session object given (the base class's behaviour); nothing else is used by
+    compaction, so the other methods are never called."""
 
     async def create_session(
         self,
@@ -164,6 +157,18 @@ class _StampingSessionService(BaseSessionService):
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         raise NotImplementedError
+
+
+class _StampingSessionService(AppendOnlySessionService):
+    """Appends to the given session object only (as the base class does), stamping the event
+    first. The other methods are never called by compaction."""
+
+    def __init__(self, stamp: Stamp) -> None:
+        self._stamp = stamp
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        self._stamp.apply(event)
+        return await super().append_event(session=session, event=event)
 
 
 @dataclass(frozen=True)
