@@ -4,20 +4,19 @@
  * UNAUTHENTICATED / PERMISSION_DENIED errors with their ErrorInfo reasons.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ContextEngineClient, ContextEngineError } from "../src/index.js";
-import { REPO_ROOT } from "./helpers.js";
+import { PYTHON, REPO_ROOT, type Sidecar, startSidecar } from "./sidecar.js";
 
 const WRITER = "ts-writer-token-0123";
-const PYTHON = join(REPO_ROOT, ".venv", "bin", "python");
 
 let dir: string;
-let child: ChildProcess;
+let sidecar: Sidecar;
 let target: string;
 let tls: { rootCertificates: Buffer; certificateChain: Buffer; privateKey: Buffer };
 
@@ -36,34 +35,21 @@ before(async () => {
     tokens,
     JSON.stringify({ tokens: [{ name: "ts", sha256, role: "write", apps: ["ts-app"] }] }),
   );
-  const portFile = join(dir, "port");
-  child = spawn(
-    PYTHON,
-    ["-m", "contextengine", "serve", "--db", ":memory:", "--listen", "127.0.0.1:0"].concat(
-      ["--port-file", portFile, "--log-level", "WARNING", "--auth-tokens-file", tokens],
-      ["--tls-cert-file", join(dir, "pki", "server.pem")],
-      ["--tls-key-file", join(dir, "pki", "server.key")],
-      ["--tls-client-ca-file", join(dir, "pki", "ca.pem")],
-    ),
-    { stdio: ["ignore", "ignore", openSync(join(dir, "server.log"), "w")] },
-  );
-  const deadline = Date.now() + 30_000;
-  while (!target) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      const log = readFileSync(join(dir, "server.log"), "utf8");
-      throw new Error(`the secure server did not start (exit ${child.exitCode}):\n${log}`);
-    }
-    const port = existsSync(portFile) ? readFileSync(portFile, "utf8").trim() : "";
-    if (/^\d+$/.test(port)) {
-      target = `localhost:${port}`;
-    } else {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const pem = (name: string) => join(dir, "pki", name);
+  sidecar = await startSidecar({
+    args: ["--auth-tokens-file", tokens, "--tls-cert-file", pem("server.pem")].concat([
+      "--tls-key-file",
+      pem("server.key"),
+      "--tls-client-ca-file",
+      pem("ca.pem"),
+    ]),
+    host: "localhost",
+  });
+  target = sidecar.target;
 });
 
 after(() => {
-  child.kill("SIGTERM");
+  sidecar?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,21 +1,19 @@
 /**
- * Test helpers: the sidecar to test against (CONTEXTENGINE_TARGET, as `make test` sets it, or a
- * `contextengine serve` started here from the repository's .venv), the fake OpenAI and
- * Anthropic APIs (also from the .venv), unique names, a TCP proxy that can cut connections, and a
- * server that accepts connections but never answers; the code blocks of a guide.
+ * Test helpers: the sidecar to test against (`serverTarget`, from ./sidecar.ts, the one starter
+ * of `contextengine serve`), the fake OpenAI and Anthropic APIs (from the repository's .venv),
+ * unique names, a TCP proxy that can cut connections, and a server that accepts connections but
+ * never answers; the code blocks of a guide.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import type { Interceptor } from "@connectrpc/connect";
 import type { BuildContextResponse, ContextEngineClient } from "../src/index.js";
+import { REPO_ROOT, startModule } from "./sidecar.js";
 
-export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-export const REPO_ROOT = resolve(PACKAGE_DIR, "..", "..");
+export { REPO_ROOT, serverTarget, stopServer } from "./sidecar.js";
+export const PACKAGE_DIR = resolve(REPO_ROOT, "clients", "typescript");
 
 /**
  * The fenced code blocks in `language` (```ts, ...) of a guide, in order: `page` is the guide's
@@ -25,94 +23,6 @@ export function guideBlocks(page: string, language: string): string[] {
   const text = readFileSync(join(REPO_ROOT, page), "utf8");
   const fence = new RegExp(`^\`\`\`${language}\n([\\s\\S]*?)^\`\`\``, "gm");
   return [...text.matchAll(fence)].map((m) => m[1] ?? "");
-}
-
-let started: (Served & { target: string }) | undefined;
-
-/** host:port of a running sidecar: $CONTEXTENGINE_TARGET, or one started for this test file. */
-export async function serverTarget(): Promise<string> {
-  const fromEnv = process.env.CONTEXTENGINE_TARGET;
-  if (fromEnv) {
-    return fromEnv;
-  }
-  if (started === undefined) {
-    const served = await startServer();
-    started = { ...served, target: `127.0.0.1:${served.port}` };
-  }
-  return started.target;
-}
-
-/** Stops the server this file started (if any). */
-export function stopServer(): void {
-  if (started !== undefined) {
-    stop(started);
-    started = undefined;
-  }
-}
-
-/** A child process of the repository's .venv Python that writes its port to a file. */
-interface Served {
-  port: string;
-  child: ChildProcess;
-  /** A temporary directory of its own (the port file is in it), removed by `stop`. */
-  dir: string;
-}
-
-/**
- * Runs `.venv/bin/python args...` (`args` given the port file and the process's directory) from
- * the repository root and waits until it has written its port (`orElse`: what else the error
- * suggests when there is no .venv).
- */
-async function startPython(
-  what: string,
-  args: (portFile: string, dir: string) => string[],
-  orElse = "",
-): Promise<Served> {
-  const python = join(REPO_ROOT, ".venv", "bin", "python");
-  if (!existsSync(python)) {
-    throw new Error(`create ${python} for the ${what} (make install-dev)${orElse}`);
-  }
-  const dir = mkdtempSync(join(tmpdir(), "ce-ts-test-"));
-  const portFile = join(dir, "port");
-  const child = spawn(python, args(portFile, dir), {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) {
-      throw new Error(`the ${what} exited with ${child.exitCode}`);
-    }
-    const port = existsSync(portFile) ? readFileSync(portFile, "utf8").trim() : "";
-    if (/^\d+$/.test(port)) {
-      return { port, child, dir };
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  child.kill("SIGKILL");
-  throw new Error(`the ${what} did not start within 30 s`);
-}
-
-function stop(served: Served): void {
-  served.child.kill("SIGTERM");
-  rmSync(served.dir, { recursive: true, force: true });
-}
-
-async function startServer(): Promise<Served> {
-  const args = (portFile: string) => [
-    "-m",
-    "contextengine",
-    "serve",
-    "--db",
-    ":memory:",
-    "--listen",
-    "127.0.0.1:0",
-    "--port-file",
-    portFile,
-    "--log-level",
-    "WARNING",
-  ];
-  return startPython("server", args, ", or set CONTEXTENGINE_TARGET");
 }
 
 /** A request the fake providers received, and the status they answered. */
@@ -136,9 +46,9 @@ export interface FakeProviders {
 /** Starts the fake providers with the repository's .venv Python (which has the SDKs' types). */
 export async function startFakeProviders(): Promise<FakeProviders> {
   let record = "";
-  const served = await startPython("fake providers", (portFile, dir) => {
+  const served = await startModule("fake providers", (dir) => {
     record = join(dir, "requests.jsonl");
-    return ["-m", "tests.fakes.provider_server", "--port-file", portFile, "--record", record];
+    return ["tests.fakes.provider_server", "--record", record];
   });
   const base = `http://127.0.0.1:${served.port}`;
   return {
@@ -151,7 +61,7 @@ export async function startFakeProviders(): Promise<FakeProviders> {
             .filter((line) => line !== "")
             .map((line) => JSON.parse(line) as ProviderRequest)
         : [],
-    stop: () => stop(served),
+    stop: served.stop,
   };
 }
 

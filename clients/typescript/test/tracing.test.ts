@@ -7,11 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { AsyncLocalStorage } from "node:async_hooks";
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import {
   type Context,
@@ -22,9 +19,7 @@ import {
   trace,
 } from "@opentelemetry/api";
 import { ContextEngineClient } from "../src/index.js";
-import { REPO_ROOT } from "./helpers.js";
-
-const PYTHON = join(REPO_ROOT, ".venv", "bin", "python");
+import { type Sidecar, startSidecar } from "./sidecar.js";
 
 /** The API's context made current per async flow (what the SDK's context manager does). */
 class StorageContextManager implements ContextManager {
@@ -52,45 +47,23 @@ class StorageContextManager implements ContextManager {
   }
 }
 
-let dir: string;
-let child: ChildProcess;
+let sidecar: Sidecar;
 let target: string;
 let logFile: string;
 
 before(async () => {
   assert.ok(context.setGlobalContextManager(new StorageContextManager()));
-  dir = mkdtempSync(join(tmpdir(), "ce-ts-tracing-"));
-  const portFile = join(dir, "port");
-  logFile = join(dir, "server.log");
-  child = spawn(
-    PYTHON,
-    ["-m", "contextengine", "serve", "--db", ":memory:", "--listen", "127.0.0.1:0"].concat(
-      ["--port-file", portFile, "--log-format", "json", "--log-level", "INFO"],
-      ["--tracing-otlp-endpoint", "http://127.0.0.1:9"],
-    ),
-    { stdio: ["ignore", "ignore", openSync(logFile, "w")] },
-  );
-  const deadline = Date.now() + 30_000;
-  while (!target) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      const log = readFileSync(logFile, "utf8");
-      throw new Error(`the tracing server did not start (exit ${child.exitCode}):\n${log}`);
-    }
-    const port = existsSync(portFile) ? readFileSync(portFile, "utf8").trim() : "";
-    if (/^\d+$/.test(port)) {
-      target = `127.0.0.1:${port}`;
-    } else {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  sidecar = await startSidecar({
+    args: ["--log-format", "json", "--tracing-otlp-endpoint", "http://127.0.0.1:9"],
+    logLevel: "INFO",
+  });
+  target = sidecar.target;
+  logFile = sidecar.logFile;
 });
 
 after(() => {
-  // The sidecar's exporter retries its spans for a while at shutdown: do not wait for it.
-  child.kill("SIGTERM");
-  child.unref();
+  sidecar?.stop();
   context.disable();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** The trace id the sidecar logged for the CreateSession of `appName` (waits for its line). */
