@@ -5,7 +5,7 @@
  * compaction block are type-checked with the guide's `tsc --strict` line and run against a real
  * sidecar (CONTEXTENGINE_TARGET, as `make test-ts-outside` sets it, or one started here).
  *
- * Two liberties, both to download nothing new: `npm install` runs with `--prefer-offline`, and
+ * Two liberties (./helpers.ts, shared with the ADK drop-ins' test), both to download nothing new: `npm install` runs with `--prefer-offline`, and
  * `typescript` and `@types/node` are installed at the versions this package's lock has (which
  * `npm ci` here has put in the npm cache). `npm ci` in the clone is skipped when
  * `make ts-deps` has already run it on this lock (running it again would remove the
@@ -15,7 +15,6 @@
  * runs it (test-clients, through test-ts-outside).
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -29,11 +28,10 @@ import { writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
-import { promisify } from "node:util";
 import { guideBlocks, PACKAGE_DIR, serverTarget, stopServer } from "../helpers.js";
+import { installSteps, runSteps, sh } from "./helpers.js";
 
 const GUIDE = "clients/typescript/README.md";
-const run = promisify(execFile);
 const work = mkdtempSync(join(tmpdir(), "ce-ts-outside-"));
 const packs = join(work, "packs");
 const project = join(work, "my-agent");
@@ -43,71 +41,17 @@ after(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
-/** The guide's install block: [commands in the clone's package, commands in the project]. */
-function installSteps(): [string[], string[]] {
-  const block = guideBlocks(GUIDE, "sh").find((b) => b.includes("npm pack"));
-  assert.ok(block, `${GUIDE} has a sh block with npm pack`);
-  const lines = block.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim());
-  const commands = lines.filter((l) => l !== "" && !l.startsWith("#"));
-  const [clone = "", ...inProject] = commands;
-  assert.match(clone, /^cd clients\/typescript && /, "the first command is in the clone");
-  const inClone = clone.replace(/^cd clients\/typescript && /, "").split(" && ");
-  return [inClone, inProject.flatMap((c) => c.split(" && "))];
-}
-
-/** The versions of this package's lock for what the guide installs unpinned. */
-function pinned(command: string): string {
-  const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8")) as {
-    devDependencies: Record<string, string>;
-  };
-  let pinnedCommand = command;
-  for (const name of ["typescript", "@types/node"]) {
-    const version = manifest.devDependencies[name];
-    assert.ok(version, `package.json pins ${name}`);
-    pinnedCommand = pinnedCommand.replace(
-      new RegExp(`(?<=\\s)${name.replace("/", "\\/")}(?=\\s|$)`),
-      `${name}@${version}`,
-    );
-  }
-  return pinnedCommand;
-}
-
-/** Runs a shell command; a failure's error says what it printed (tsc writes to stdout). */
-async function sh(command: string, cwd: string, env: Record<string, string> = {}) {
-  try {
-    return await run("bash", ["-c", command], {
-      cwd,
-      timeout: 300_000,
-      env: { ...process.env, ...env, npm_config_prefer_offline: "true", npm_config_audit: "false" },
-    });
-  } catch (err) {
-    const { stdout = "", stderr = "" } = err as { stdout?: string; stderr?: string };
-    throw new Error(`\`${command}\` in ${cwd} failed:\n${stdout}${stderr}`, { cause: err });
-  }
-}
-
-/** npm ci has run on this lock (make ts-deps' stamp is newer than the lock). */
-function installedFromLock(): boolean {
-  const stamp = join(PACKAGE_DIR, "node_modules", ".stamp-ci");
-  const lock = join(PACKAGE_DIR, "package-lock.json");
-  return existsSync(stamp) && statSync(stamp).mtimeMs >= statSync(lock).mtimeMs;
-}
-
 before(async () => {
-  const [inClone, inProject] = installSteps();
+  const steps = installSteps(GUIDE, project, packs);
+  assert.ok(
+    steps.some((s) => s.cwd === PACKAGE_DIR && s.command.startsWith("npm pack")),
+    "the guide packs in the clone's clients/typescript",
+  );
   mkdirSync(packs); // /tmp's stand-in
-  for (const command of inClone) {
-    if (command === "npm ci" && installedFromLock()) {
-      continue;
-    }
-    await sh(command.replaceAll("/tmp", packs), PACKAGE_DIR);
-  }
+  mkdirSync(project);
+  await runSteps(steps, PACKAGE_DIR);
   const tarballs = readdirSync(packs);
   assert.deepEqual(tarballs, ["contextengine-client-0.1.0.tgz"]);
-  mkdirSync(project);
-  for (const command of inProject) {
-    await sh(pinned(command.replaceAll("/tmp", packs)), project);
-  }
 });
 
 it("the installed package is the tarball's copy, with dist/ and no sources", () => {
