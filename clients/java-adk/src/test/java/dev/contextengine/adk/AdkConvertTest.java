@@ -28,6 +28,7 @@ import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Message;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
+import dev.contextengine.client.Sidecar;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -42,7 +43,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /** Event, content and state conversion: ADK Java's own events and the golden engine events. */
 class AdkConvertTest {
-  static final Path GOLDEN = TestSidecar.REPO.resolve("tests/golden/events");
+  static final Path GOLDEN = Sidecar.REPO.resolve("tests/golden/events");
 
   static JsonNode json(Object model) throws Exception {
     return JsonBaseModel.getMapper().readTree(JsonBaseModel.toJsonString(model));

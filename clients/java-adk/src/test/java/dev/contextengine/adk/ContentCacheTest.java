@@ -11,6 +11,7 @@ import com.google.genai.types.Content;
 import com.google.genai.types.FunctionCall;
 import com.google.genai.types.Part;
 import dev.contextengine.client.ContextEngineClient;
+import dev.contextengine.client.Sidecar;
 import dev.contextengine.v1.BuildContextRequest;
 import dev.contextengine.v1.RewindSessionRequest;
 import java.time.Duration;
@@ -35,7 +36,7 @@ public class ContentCacheTest {
   static void connect() {
     client =
         ContextEngineClient.builder()
-            .target(TestSidecar.shared())
+            .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(30))
             .build();
     sessions = new ContextEngineSessionService(client);
@@ -113,7 +114,7 @@ public class ContentCacheTest {
 
   @Test
   void cachedConversionsAreFreshOnesThroughAppendsRewindsAndRecreation() {
-    String app = TestSidecar.uniqueApp("j-cache");
+    String app = Sidecar.uniqueApp("j-cache");
     for (long size : new long[] {ContextEnginePlugin.DEFAULT_CONTENTS_CACHE_SIZE, 4, 0}) {
       String appOf = app + "-" + size;
       ContentCache cache = new ContentCache(size);

@@ -21,6 +21,7 @@ import com.google.protobuf.Struct;
 import dev.contextengine.client.ContextEngineClient;
 import dev.contextengine.client.ContextEngineException;
 import dev.contextengine.client.ContextTools;
+import dev.contextengine.client.Sidecar;
 import dev.contextengine.v1.AppConfig;
 import dev.contextengine.v1.ContextEdit;
 import dev.contextengine.v1.ContextToolsConfig;
@@ -52,7 +53,7 @@ public class ContextToolsTest {
   static void connect() {
     client =
         ContextEngineClient.builder()
-            .target(TestSidecar.shared())
+            .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(30))
             .build();
   }
@@ -107,7 +108,7 @@ public class ContextToolsTest {
 
   @Test
   void theModelHidesAReportAndFindsAFactAgain() {
-    String app = TestSidecar.uniqueApp("j-tools");
+    String app = Sidecar.uniqueApp("j-tools");
     enable(app, true);
     PluginTest.Scripted model =
         new PluginTest.Scripted(
@@ -216,7 +217,7 @@ public class ContextToolsTest {
     assertEquals(7, names.size());
     // every declaration converts to ADK Java's without losing a field
     List<Struct> engine =
-        client.listContextTools(TestSidecar.uniqueApp("j-tools"), "").getFunctionDeclarationsList();
+        client.listContextTools(Sidecar.uniqueApp("j-tools"), "").getFunctionDeclarationsList();
     for (int i = 0; i < engine.size(); i++) {
       FunctionDeclaration declaration = all.get(i).declaration().orElseThrow();
       assertEquals(
@@ -236,7 +237,7 @@ public class ContextToolsTest {
 
   @Test
   void toolsAnAppHasNotEnabledFailTheRun() {
-    String app = TestSidecar.uniqueApp("j-tools-off");
+    String app = Sidecar.uniqueApp("j-tools-off");
     enable(app, false);
     PluginTest.Scripted model =
         new PluginTest.Scripted(PluginTest.call("c1", "context_status", Map.of()));

@@ -11,6 +11,7 @@ import com.google.adk.sessions.Session;
 import com.google.genai.types.Content;
 import com.google.genai.types.Part;
 import dev.contextengine.client.ContextEngineClient;
+import dev.contextengine.client.Sidecar;
 import dev.contextengine.v1.BuildContextRequest;
 import dev.contextengine.v1.BuildContextResponse;
 import dev.contextengine.v1.RewindSessionRequest;
@@ -72,12 +73,12 @@ public class ContextViewsTest {
   static void connect() {
     client =
         ContextEngineClient.builder()
-            .target(TestSidecar.shared())
+            .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(30))
             .build();
     spied =
         ContextEngineClient.builder()
-            .target(TestSidecar.shared())
+            .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(30))
             .intercept(new Record())
             .build();
@@ -130,12 +131,11 @@ public class ContextViewsTest {
   void theModelReceivesTheSameContentsWhileOnlyNewOnesCrossTheWire() {
     List<String> whole =
         conversation(
-            TestSidecar.uniqueApp("j-views-off"),
+            Sidecar.uniqueApp("j-views-off"),
             new ContextEnginePlugin(
                 client, "contextengine", ContextEnginePlugin.DEFAULT_CONTENTS_CACHE_SIZE, 0));
     SENT.clear();
-    List<String> since =
-        conversation(TestSidecar.uniqueApp("j-views"), new ContextEnginePlugin(spied));
+    List<String> since = conversation(Sidecar.uniqueApp("j-views"), new ContextEnginePlugin(spied));
     assertEquals(whole, since);
     assertEquals(5, since.size());
     // weather? (and the tool's answer), the secret turn, then after the rewind a full answer,
@@ -153,7 +153,7 @@ public class ContextViewsTest {
 
   @Test
   void oneViewForSessionsTakingTurnsStaysRight() {
-    String app = TestSidecar.uniqueApp("j-views-bound");
+    String app = Sidecar.uniqueApp("j-views-bound");
     ContextEngineSessionService sessions = new ContextEngineSessionService(client);
     ContextViews views = new ContextViews(client, 1);
     for (String id : List.of("a", "b")) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.google.adk.events.Event;
 import com.google.adk.sessions.Session;
 import dev.contextengine.adk.examples.TravelAgent;
+import dev.contextengine.client.Sidecar;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -16,7 +17,7 @@ import org.junit.jupiter.api.Test;
 class ExampleTest {
   @Test
   void travelAgentRuns() {
-    Session stored = TravelAgent.run(TestSidecar.shared());
+    Session stored = TravelAgent.run(Sidecar.shared());
     List<String> authors = stored.events().stream().map(Event::author).toList();
     assertEquals(
         List.of(

@@ -26,6 +26,7 @@ import com.google.genai.types.Content;
 import com.google.genai.types.FunctionCall;
 import com.google.genai.types.Part;
 import dev.contextengine.client.ContextEngineClient;
+import dev.contextengine.client.Sidecar;
 import dev.contextengine.v1.AppConfig;
 import dev.contextengine.v1.BuildContextRequest;
 import dev.contextengine.v1.ExtractiveSummarizerConfig;
@@ -53,7 +54,7 @@ public class PluginTest {
   static void connect() {
     client =
         ContextEngineClient.builder()
-            .target(TestSidecar.shared())
+            .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(30))
             .build();
   }
@@ -136,7 +137,7 @@ public class PluginTest {
 
   @Test
   void contentsAreTheEnginesRewindsIncluded() {
-    String app = TestSidecar.uniqueApp("j-plugin");
+    String app = Sidecar.uniqueApp("j-plugin");
     Scripted model =
         new Scripted(
             call("c-1", "lookup", Map.of("city", "Lisbon")),
@@ -181,7 +182,7 @@ public class PluginTest {
 
   @Test
   void afterRunEndsTheInvocationSoTheEngineCompacts() throws Exception {
-    String app = TestSidecar.uniqueApp("j-compact");
+    String app = Sidecar.uniqueApp("j-compact");
     client.updateAppConfig(
         UpdateAppConfigRequest.newBuilder()
             .setConfig(
@@ -230,7 +231,7 @@ public class PluginTest {
 
   @Test
   void adksOwnCompactionIsRefused() {
-    String app = TestSidecar.uniqueApp("j_double").replace("-", "_");
+    String app = Sidecar.uniqueApp("j_double").replace("-", "_");
     ContextEngineSessionService sessions = new ContextEngineSessionService(client);
     App configured =
         App.builder()
@@ -278,7 +279,7 @@ public class PluginTest {
 
   @Test
   void memoryServiceAddsAndSearches() {
-    String app = TestSidecar.uniqueApp("j-memory");
+    String app = Sidecar.uniqueApp("j-memory");
     ContextEngineSessionService sessions = new ContextEngineSessionService(client);
     ContextEngineMemoryService memory = new ContextEngineMemoryService(client);
     Runner runner =

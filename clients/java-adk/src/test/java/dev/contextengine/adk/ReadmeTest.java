@@ -14,6 +14,7 @@ import dev.contextengine.adk.examples.ContextToolsAgent;
 import dev.contextengine.adk.examples.ReadmeExample;
 import dev.contextengine.client.ContextEngineClient;
 import dev.contextengine.client.Guide;
+import dev.contextengine.client.Sidecar;
 import dev.contextengine.v1.AppConfig;
 import dev.contextengine.v1.EventsCompactionConfig;
 import dev.contextengine.v1.GetAppConfigRequest;
@@ -31,10 +32,10 @@ import org.junit.jupiter.api.Test;
 class ReadmeTest {
   static final String GUIDE = "clients/java-adk/README.md";
   static final Path EXAMPLE =
-      TestSidecar.REPO.resolve(
+      Sidecar.REPO.resolve(
           "clients/java-adk/examples/dev/contextengine/adk/examples/ReadmeExample.java");
   static final Path TOOLS_EXAMPLE =
-      TestSidecar.REPO.resolve(
+      Sidecar.REPO.resolve(
           "clients/java-adk/examples/dev/contextengine/adk/examples/ContextToolsAgent.java");
 
   @Test
@@ -59,8 +60,8 @@ class ReadmeTest {
             .strip();
     assertEquals(marked(TOOLS_EXAMPLE), found);
 
-    String app = TestSidecar.uniqueApp("j-tools-readme");
-    try (ContextEngineClient client = ContextEngineClient.connect(TestSidecar.shared())) {
+    String app = Sidecar.uniqueApp("j-tools-readme");
+    try (ContextEngineClient client = ContextEngineClient.connect(Sidecar.shared())) {
       client.updateAppConfig(
           UpdateAppConfigRequest.newBuilder()
               .setConfig(
@@ -101,8 +102,8 @@ class ReadmeTest {
     PluginTest.Scripted model = new PluginTest.Scripted(Part.fromText("Sunny in Lisbon."));
     LlmAgent root =
         LlmAgent.builder().name("root").instruction("You plan trips.").model(model).build();
-    String id = ReadmeExample.run(TestSidecar.shared(), root);
-    try (ContextEngineClient client = ContextEngineClient.connect(TestSidecar.shared())) {
+    String id = ReadmeExample.run(Sidecar.shared(), root);
+    try (ContextEngineClient client = ContextEngineClient.connect(Sidecar.shared())) {
       Session stored =
           new ContextEngineSessionService(client)
               .getSession("travel", "zoe", id, Optional.empty())

@@ -20,6 +20,7 @@ import com.google.genai.types.FunctionResponse;
 import com.google.genai.types.Part;
 import com.google.protobuf.Value;
 import dev.contextengine.client.ContextEngineClient;
+import dev.contextengine.client.Sidecar;
 import dev.contextengine.v1.AppConfig;
 import dev.contextengine.v1.EventActions;
 import dev.contextengine.v1.ExtractiveSummarizerConfig;
@@ -50,7 +51,7 @@ class RunnerViewTest {
   static void connect() {
     client =
         ContextEngineClient.builder()
-            .target(TestSidecar.shared())
+            .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(30))
             .build();
   }
@@ -88,7 +89,7 @@ class RunnerViewTest {
     final Runner runner;
 
     App(String prefix, Part... script) {
-      name = TestSidecar.uniqueApp(prefix);
+      name = Sidecar.uniqueApp(prefix);
       model = new PluginTest.Scripted(script);
       LlmAgent helper =
           LlmAgent.builder().name("helper").description("Helps.").model(model).build();

@@ -8,6 +8,7 @@ import com.google.adk.events.Event;
 import com.google.adk.sessions.Session;
 import com.google.genai.types.Part;
 import dev.contextengine.client.ContextEngineClient;
+import dev.contextengine.client.Sidecar;
 import dev.contextengine.v1.RewindSessionRequest;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,7 +31,7 @@ public class SessionLogCacheTest {
   static void connect() {
     client =
         ContextEngineClient.builder()
-            .target(TestSidecar.shared())
+            .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(30))
             .build();
   }
@@ -66,7 +67,7 @@ public class SessionLogCacheTest {
 
   @Test
   void keptEventsReadAsFreshOnesThroughAppendsRewindsAndRecreation() {
-    String app = TestSidecar.uniqueApp("j-logs");
+    String app = Sidecar.uniqueApp("j-logs");
     ContextEngineSessionService kept = new ContextEngineSessionService(client);
     ContextEngineSessionService other = new ContextEngineSessionService(client);
     Session session = kept.createSession(app, "u", Map.of("k", 1), "s").blockingGet();

@@ -18,6 +18,7 @@ import com.google.genai.types.Content;
 import com.google.genai.types.Part;
 import dev.contextengine.client.ContextEngineClient;
 import dev.contextengine.client.ContextEngineException;
+import dev.contextengine.client.Sidecar;
 import io.grpc.Status;
 import java.time.Duration;
 import java.time.Instant;
@@ -39,7 +40,7 @@ class SessionServiceTest {
   static void connect() {
     client =
         ContextEngineClient.builder()
-            .target(TestSidecar.shared())
+            .target(Sidecar.shared())
             .timeout(Duration.ofSeconds(30))
             .build();
     service = new ContextEngineSessionService(client);
@@ -76,7 +77,7 @@ class SessionServiceTest {
 
   @Test
   void createWithAndWithoutIdsAndScopes() {
-    String app = TestSidecar.uniqueApp("j-create");
+    String app = Sidecar.uniqueApp("j-create");
     Map<String, Object> state = new HashMap<>();
     state.put("app:model", "m");
     state.put("user:name", "Ada");
@@ -100,7 +101,7 @@ class SessionServiceTest {
 
   @Test
   void getMissingIsEmptyAndConfigsFilter() {
-    String app = TestSidecar.uniqueApp("j-get");
+    String app = Sidecar.uniqueApp("j-get");
     assertTrue(get(app, "u", "nope", null).isEmpty());
     Session s = create(app, "u", null, "s");
     long base = 1_700_000_000_000L;
@@ -153,7 +154,7 @@ class SessionServiceTest {
 
   @Test
   void appendAppliesStateTempAndRemoved() {
-    String app = TestSidecar.uniqueApp("j-append");
+    String app = Sidecar.uniqueApp("j-append");
     Session s = create(app, "u", Map.of("keep", 1, "drop", "x"), "s");
     Map<String, Object> delta = new HashMap<>();
     delta.put("count", 3);
@@ -193,7 +194,7 @@ class SessionServiceTest {
 
   @Test
   void listOrderAllUsersAndDelete() throws Exception {
-    String app = TestSidecar.uniqueApp("j-list");
+    String app = Sidecar.uniqueApp("j-list");
     Session a = create(app, "u1", Map.of("x", 1), "a");
     Session b = create(app, "u2", null, "b");
     Session c = create(app, "u1", null, "c");
@@ -221,7 +222,7 @@ class SessionServiceTest {
 
   @Test
   void listEventsPages() {
-    String app = TestSidecar.uniqueApp("j-events");
+    String app = Sidecar.uniqueApp("j-events");
     Session s = create(app, "u", null, "s");
     for (int i = 0; i < 7; i++) {
       service
@@ -243,7 +244,7 @@ class SessionServiceTest {
 
   @Test
   void conflictingWritersGetStaleSession() {
-    String app = TestSidecar.uniqueApp("j-stale");
+    String app = Sidecar.uniqueApp("j-stale");
     create(app, "u", null, "s");
     Session one = get(app, "u", "s", null).orElseThrow();
     Session two = get(app, "u", "s", null).orElseThrow();
@@ -261,7 +262,7 @@ class SessionServiceTest {
 
   @Test
   void engineSummariesDoNotMakeASessionStale() {
-    String app = TestSidecar.uniqueApp("j-summary");
+    String app = Sidecar.uniqueApp("j-summary");
     client.updateAppConfig(
         dev.contextengine.v1.UpdateAppConfigRequest.newBuilder()
             .setConfig(
@@ -316,7 +317,7 @@ class SessionServiceTest {
   void sidecarDownIsUnavailable() {
     try (ContextEngineClient down =
         ContextEngineClient.builder()
-            .target("127.0.0.1:" + TestSidecar.closedPort())
+            .target("127.0.0.1:" + Sidecar.closedPort())
             .timeout(Duration.ofSeconds(5))
             .build()) {
       ContextEngineSessionService dead = new ContextEngineSessionService(down);
@@ -336,7 +337,7 @@ class SessionServiceTest {
 
   @Test
   void negativeRecentEventsIsInvalidArgument() {
-    String app = TestSidecar.uniqueApp("j-neg");
+    String app = Sidecar.uniqueApp("j-neg");
     create(app, "u", null, "s");
     ContextEngineException error =
         assertThrows(

@@ -30,9 +30,6 @@ import org.junit.jupiter.api.Test;
  */
 class AuthTest {
   private static final String WRITER = "java-writer-token-0123";
-  private static final String PYTHON =
-      System.getProperty(
-          "contextengine.python", Sidecar.REPO.resolve(".venv/bin/python").toString());
   private static Path pki;
   private static Sidecar sidecar;
 
@@ -40,7 +37,7 @@ class AuthTest {
   static void start() throws IOException, InterruptedException, NoSuchAlgorithmException {
     pki = Files.createTempDirectory("ce-java-auth-");
     Process certs =
-        new ProcessBuilder(PYTHON, "-m", "tests.auth.certs", pki.toString())
+        new ProcessBuilder(Sidecar.PYTHON, "-m", "tests.auth.certs", pki.toString())
             .directory(Sidecar.REPO.toFile())
             .inheritIO()
             .start();

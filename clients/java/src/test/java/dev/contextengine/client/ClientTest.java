@@ -487,31 +487,8 @@ class ClientTest {
   void aUnixSocketTarget() throws Exception {
     java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("ce-uds-");
     java.nio.file.Path socket = dir.resolve("ce.sock");
-    java.nio.file.Path portFile = dir.resolve("port");
-    Process server =
-        new ProcessBuilder(
-                System.getProperty(
-                    "contextengine.python", Sidecar.REPO.resolve(".venv/bin/python").toString()),
-                "-m",
-                "contextengine",
-                "serve",
-                "--db",
-                ":memory:",
-                "--listen",
-                "unix:" + socket,
-                "--port-file",
-                portFile.toString())
-            .directory(Sidecar.REPO.toFile())
-            .redirectErrorStream(true)
-            .redirectOutput(dir.resolve("log").toFile())
-            .start();
-    try {
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-      while (!java.nio.file.Files.exists(socket) && System.nanoTime() < deadline) {
-        Thread.sleep(50);
-      }
-      Thread.sleep(200);
-      for (String target : List.of(socket.toString(), "unix:" + socket)) {
+    try (Sidecar server = Sidecar.start("unix:" + socket, null, List.of())) {
+      for (String target : List.of(socket.toString(), server.target)) {
         try (ContextEngineClient uds =
             ContextEngineClient.builder().target(target).timeout(Duration.ofSeconds(20)).build()) {
           SessionRef ref = newSession(uds);
@@ -522,9 +499,6 @@ class ClientTest {
                   .getSequence());
         }
       }
-    } finally {
-      server.destroy();
-      server.waitFor(30, TimeUnit.SECONDS);
     }
   }
 }

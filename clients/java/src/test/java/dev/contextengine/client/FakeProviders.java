@@ -18,7 +18,7 @@ final class FakeProviders implements AutoCloseable {
 
   /** The fake, serving on a free loopback port. */
   static FakeProviders start() {
-    return new FakeProviders(Sidecar.serve(List.of("tests.fakes.provider_server")));
+    return new FakeProviders(Sidecar.startModule(List.of("tests.fakes.provider_server")));
   }
 
   /** OpenAI's base URL on the fake ({@code .../v1}, as OPENAI_BASE_URL takes it). */
