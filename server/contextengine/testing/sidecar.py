@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -58,6 +59,11 @@ class SidecarProcess:
     args: Sequence[str] = ()
     #: the process's working directory (``database`` may be relative to it); None: this one's
     cwd: Path | None = None
+    #: variables added to (or, with a value of None, removed from) this process's environment
+    env: Mapping[str, str | None] = field(default_factory=dict)
+    #: passed as ``--listen``: a free loopback port by default; a fixed ``host:port`` keeps the
+    #: same target across restarts
+    listen: str = "127.0.0.1:0"
     #: passed as ``--log-level``; None: not passed (the sidecar's default, INFO)
     log_level: LogLevel | None = None
     #: passed as ``--durability``; None: not passed (the sidecar's default)
@@ -113,7 +119,7 @@ class SidecarProcess:
             runner += ["-m", "cProfile", "-o", str(profile_file)]
         options = {
             "--db": str(self.db),
-            "--listen": "127.0.0.1:0",
+            "--listen": self.listen,
             "--port-file": str(self.port_file.absolute()),
         }
         if self.log_level is not None:
@@ -137,7 +143,19 @@ class SidecarProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.cwd,
+                env=self._environment(),
             )
+
+    def _environment(self) -> dict[str, str] | None:
+        if not self.env:
+            return None
+        environment = dict(os.environ)
+        for name, value in self.env.items():
+            if value is None:
+                environment.pop(name, None)
+            else:
+                environment[name] = value
+        return environment
 
     async def start(self) -> None:
         """Starts the process; returns once it has written its port (and, with
@@ -146,7 +164,7 @@ class SidecarProcess:
         ``start_timeout``; the process is stopped first."""
         process = self._process = self._spawn()
         try:
-            self.target = f"127.0.0.1:{await self._port(process)}"
+            self.target = f"{self._host()}:{await self._port(process)}"
             if self.check_health:
                 async with ContextEngineClient(self.target, attempts=1) as client:
                     await client.wait_ready(self.start_timeout)
@@ -156,6 +174,11 @@ class SidecarProcess:
         except BaseException:
             await self.stop()
             raise
+
+    def _host(self) -> str:
+        """The host part of ``listen`` to connect to (loopback for a wildcard)."""
+        host = self.listen.rsplit(":", 1)[0]
+        return "127.0.0.1" if host in ("", "0.0.0.0", "[::]") else host
 
     async def _port(self, process: subprocess.Popen[bytes]) -> int:
         deadline = time.monotonic() + self.start_timeout
