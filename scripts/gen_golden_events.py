@@ -35,7 +35,7 @@ def golden_events() -> dict[str, event_pb2.Event]:
     """Name -> proto event, in a stable order."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from tests.parity import adk_corpus
+    from tests.core import adk_corpus
 
     events: dict[str, event_pb2.Event] = {}
     for name, case_name in adk_corpus.GOLDEN_CASES.items():

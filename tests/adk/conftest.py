@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 
 from contextengine.adk import Backend, embedded_backend, sidecar_backend
-from tests.faults.sidecar import Sidecar, running_sidecar
+from tests.support.sidecar import Sidecar, running_sidecar
 
 MODES = ("sidecar", "embedded")
 

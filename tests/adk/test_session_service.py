@@ -47,7 +47,7 @@ from tests.adk.scripted import (
     fixed_script,
     run_conversation,
 )
-from tests.faults.sidecar import Sidecar
+from tests.support.sidecar import Sidecar
 
 KINDS = ("sidecar", "embedded", "adk-memory", "adk-sqlite")
 OURS = ("sidecar", "embedded")

@@ -24,7 +24,7 @@ from pydantic import PrivateAttr
 
 from contextengine.adk import ContextEnginePlugin, ContextEngineSessionService, sidecar_backend
 from contextengine.client import RpcError
-from tests.faults.sidecar import Sidecar, running_sidecar
+from tests.support.sidecar import Sidecar, running_sidecar
 
 APP, USER = "dies", "u1"
 

@@ -62,6 +62,23 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from contextengine.core.adk_json import event_to_adk_dict
 from contextengine.v1 import event_pb2
+from tests.core.context.context_compare import (
+    ENGINES,
+    adk_outcome,
+    describe_events,
+    describe_view,
+    grow,
+    options_for,
+)
+from tests.core.context.context_strategies import (
+    _BRANCH_LAYOUTS,
+    T0,
+    Draw,
+    Session,
+    View,
+    _SessionBuilder,
+    views,
+)
 
 from .compaction_engine import (
     EngineCompaction,
@@ -70,23 +87,6 @@ from .compaction_engine import (
     one_key_payloads,
     to_proto_config,
     to_proto_event,
-)
-from .context_compare import (
-    ENGINES,
-    adk_outcome,
-    describe_events,
-    describe_view,
-    grow,
-    options_for,
-)
-from .context_strategies import (
-    _BRANCH_LAYOUTS,
-    T0,
-    Draw,
-    Session,
-    View,
-    _SessionBuilder,
-    views,
 )
 
 pytestmark = [

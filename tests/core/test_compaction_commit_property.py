@@ -38,9 +38,9 @@ from contextengine.core.compaction import (
 )
 from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
+from tests.compaction.compaction_engine import to_proto_event
+from tests.core.context.context_strategies import Session, sessions
 from tests.core.context.random_sessions import random_session
-from tests.parity.compaction_engine import to_proto_event
-from tests.parity.context_strategies import Session, sessions
 
 __all__ = [
     "compaction_configs",

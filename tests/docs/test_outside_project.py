@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs.guides import ROOT, blocks
-from tests.faults.sidecar import running_sidecar
+from tests.support.sidecar import running_sidecar
 
 GUIDE = "clients/python/README.md"
 

@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.docs.guides import blocks
-from tests.faults.sidecar import running_sidecar
+from tests.support.sidecar import running_sidecar
 
 PAGE = "docs/operations/observability.md"
 SHOWN_PORT = "127.0.0.1:50152"

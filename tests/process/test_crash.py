@@ -28,8 +28,8 @@ import pytest
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.core.events import payload_bytes
 from contextengine.v1 import event_pb2
-from tests.faults.sidecar import Sidecar, running_sidecar
 from tests.service.helpers import text_event
+from tests.support.sidecar import Sidecar, running_sidecar
 
 pytestmark = pytest.mark.slow
 

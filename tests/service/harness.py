@@ -42,8 +42,8 @@ from contextengine.v1 import (
     memory_service_pb2 as mpb,
     session_service_pb2 as pb,
 )
-from tests.fuzz.proto_strategies import message_class
 from tests.service.helpers import text_event
+from tests.service.proto_strategies import message_class
 from tests.service.test_context import call_event, response_event
 
 TARGET_APP = "fz-app"

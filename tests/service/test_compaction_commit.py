@@ -24,8 +24,8 @@ from contextengine.v1 import (
     content_pb2,
     event_pb2,
 )
+from tests.core.context.context_strategies import Session, sessions
 from tests.core.test_compaction_commit_property import compaction_configs, proto_events
-from tests.parity.context_strategies import Session, sessions
 from tests.service.helpers import text_event
 from tests.service.test_compaction import (
     APP,

@@ -19,7 +19,7 @@ import pytest
 from grpc_status import rpc_status
 
 from contextengine.v1 import content_pb2, event_pb2, session_service_pb2 as pb
-from tests.faults.sidecar import SERVING, running_sidecar
+from tests.support.sidecar import SERVING, running_sidecar
 
 pytestmark = pytest.mark.slow
 

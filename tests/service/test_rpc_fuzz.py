@@ -58,8 +58,9 @@ from contextengine.v1 import (
     session_service_pb2 as pb,
     subscription_service_pb2 as spb,
 )
-from tests.fuzz import harness
-from tests.fuzz.proto_strategies import (
+from tests.service import harness
+from tests.service.helpers import Owner, text_event
+from tests.service.proto_strategies import (
     Vocabulary,
     all_methods,
     message_class,
@@ -67,7 +68,6 @@ from tests.fuzz.proto_strategies import (
     mutated,
     random_bodies,
 )
-from tests.service.helpers import Owner, text_event
 
 PROFILE = os.environ.get("CE_FUZZ_PROFILE", "default")
 LONG = PROFILE == "long"

@@ -24,8 +24,8 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient, RpcError
-from tests.faults.sidecar import NOT_SERVING, SERVING, Sidecar, running_sidecar
 from tests.service.helpers import text_event
+from tests.support.sidecar import NOT_SERVING, SERVING, Sidecar, running_sidecar
 
 pytestmark = pytest.mark.slow
 

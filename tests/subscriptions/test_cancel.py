@@ -30,8 +30,8 @@ from contextengine.v1 import (
     subscription_service_pb2 as spb,
     subscription_service_pb2_grpc as spb_grpc,
 )
-from tests.faults.sidecar import SERVING, Sidecar, running_sidecar
 from tests.service.helpers import text_event
+from tests.support.sidecar import SERVING, Sidecar, running_sidecar
 
 pytestmark = pytest.mark.slow
 

@@ -31,14 +31,14 @@ from contextengine.core.render._parts import mime
 from contextengine.v1 import content_pb2
 from tests.core.context.adk_compare import to_proto
 from tests.core.context.random_sessions import random_options, random_session
-from tests.render.adk_adapters import (
+from tests.core.render.adk_adapters import (
     ADK_TEXTS,
     adk_anthropic,
     adk_chat,
     raw_adk_chat,
     to_genai,
 )
-from tests.render.random_contents import random_contents
+from tests.core.render.random_contents import random_contents
 
 pytestmark = pytest.mark.timeout(300)
 

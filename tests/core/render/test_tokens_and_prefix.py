@@ -11,7 +11,7 @@ import pytest
 from contextengine.core.render import RenderFormat, render, rendering_tokens
 from contextengine.core.render._tokens import O200K
 from contextengine.core.tokens import _load_cl100k
-from tests.render.random_contents import random_contents
+from tests.core.render.random_contents import random_contents
 
 CORPUS = [
     "hello world",

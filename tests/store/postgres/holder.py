@@ -1,6 +1,6 @@
 """A writer that holds its transaction open: the interleaving tests' third sidecar.
 
-``python -m tests.scaling.holder DSN APP USER SESSION EVENT_ID`` appends one event to an
+``python -m tests.store.postgres.holder DSN APP USER SESSION EVENT_ID`` appends one event to an
 existing session through a ``PostgresStore``, as a sidecar does, but its COMMIT waits: once the
 event is written (its position taken from its transaction id) it prints ``holding <xid>`` and
 reads one line from stdin. ``commit`` commits, ``rollback`` rolls back; killed meanwhile

@@ -2,7 +2,7 @@
 multi-sidecar tests do with them: subscribers that record what they receive, writers that record
 what was acknowledged.
 
-Each sidecar is ``tests.faults.sidecar.Sidecar`` with ``--db postgresql://...`` (the test run's
+Each sidecar is ``tests.support.sidecar.Sidecar`` with ``--db postgresql://...`` (the test run's
 server, ``tests.pg_server``; one database per test).
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.v1 import event_pb2, subscription_service_pb2 as spb
-from tests.faults.sidecar import Sidecar
 from tests.service.helpers import text_event
+from tests.support.sidecar import Sidecar
 
 APP = "scale"
 CALL_TIMEOUT = 10.0

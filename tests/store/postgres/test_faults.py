@@ -17,9 +17,9 @@ import grpc
 import pytest
 
 from contextengine.client import ContextEngineClient
-from tests.faults.sidecar import SERVING, Sidecar
 from tests.pg_server import PostgresServer
-from tests.scaling.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
+from tests.store.postgres.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
+from tests.support.sidecar import SERVING, Sidecar
 
 pytestmark = pytest.mark.timeout(120)
 

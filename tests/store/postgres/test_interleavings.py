@@ -25,7 +25,7 @@ import pytest
 
 from contextengine.store import LoggedEvent, SessionKey
 from contextengine.store.postgres import PostgresStore
-from tests.scaling.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
+from tests.store.postgres.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,7 +54,7 @@ async def holder(dsn: str, event_id: str) -> AsyncIterator[subprocess.Popen[str]
 def _spawn_holder(dsn: str, event_id: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
-            *(sys.executable, "-m", "tests.scaling.holder", dsn),
+            *(sys.executable, "-m", "tests.store.postgres.holder", dsn),
             *(HELD.app_name, HELD.user_id, HELD.session_id, event_id),
         ],
         stdin=subprocess.PIPE,

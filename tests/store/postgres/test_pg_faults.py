@@ -36,10 +36,10 @@ import pytest
 from bench import free_port
 
 from contextengine.client import ContextEngineClient
-from tests.faults.sidecar import SERVING, Sidecar
 from tests.observability.helpers import scrape, value
-from tests.scaling.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
-from tests.scaling.test_faults import SESSIONS, _check_sessions, _everything
+from tests.store.postgres.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
+from tests.store.postgres.test_faults import SESSIONS, _check_sessions, _everything
+from tests.support.sidecar import SERVING, Sidecar
 
 pytestmark = pytest.mark.timeout(120)
 

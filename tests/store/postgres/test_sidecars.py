@@ -20,8 +20,8 @@ from google.protobuf.json_format import MessageToDict
 from contextengine.client import RpcError
 from contextengine.engine import EngineSettings, open_engine
 from contextengine.v1 import config_pb2, context_service_pb2 as cpb
-from tests.scaling.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
 from tests.service.helpers import text_event
+from tests.store.postgres.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
 
 pytestmark = pytest.mark.timeout(90)
 

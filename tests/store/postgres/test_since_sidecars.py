@@ -10,8 +10,8 @@ import pytest
 
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, context_service_pb2 as cpb, event_pb2
-from tests.scaling.sidecars import APP, client, sidecars
 from tests.service.helpers import text_event
+from tests.store.postgres.sidecars import APP, client, sidecars
 
 pytestmark = pytest.mark.timeout(90)
 
