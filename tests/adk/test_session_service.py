@@ -49,6 +49,8 @@ from tests.adk.scripted import (
 )
 from tests.support.sidecar import Sidecar
 
+pytestmark = pytest.mark.process
+
 KINDS = ("sidecar", "embedded", "adk-memory", "adk-sqlite")
 OURS = ("sidecar", "embedded")
 

@@ -26,6 +26,8 @@ from contextengine.adk import ContextEnginePlugin, ContextEngineSessionService, 
 from contextengine.client import RpcError
 from tests.support.sidecar import Sidecar, running_sidecar
 
+pytestmark = pytest.mark.process
+
 APP, USER = "dies", "u1"
 
 

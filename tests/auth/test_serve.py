@@ -18,6 +18,8 @@ from tests.auth import certs
 from tests.service.helpers import text_event
 from tests.support.sidecar import START_TIMEOUT, Sidecar
 
+pytestmark = pytest.mark.process
+
 WRITER = "writer-token-0123456789"
 READER = "reader-token-0123456789"
 ENV_ADMIN = "env-admin-token-0123456789"

@@ -31,7 +31,7 @@ Known deviations the generator avoids (both come from the proto contract, not th
 * payloads hold no integral floats (``context_strategies`` already draws none): ``1.0`` comes
   back from the proto as ``1``, and ``str`` prints them differently.
 
-Run: ``.venv/bin/pytest tests/parity/test_compaction_differential.py``
+Run: ``.venv/bin/pytest tests/compaction/test_compaction_differential.py``
 (``HYPOTHESIS_PROFILE=explore`` to hunt with fresh examples).
 """
 

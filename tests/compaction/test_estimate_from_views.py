@@ -33,7 +33,7 @@ from tests.service.test_compaction import (
 
 COUNTER = CharsPerFourCounter()
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.unit, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 #: generated sessions: as many as the incremental-view tests, no deadline, no example database
 GENERATED = settings(

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 import yaml
 
 from contextengine import config
 from contextengine.store import is_postgres_dsn
+
+pytestmark = pytest.mark.unit
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "postgres"
 

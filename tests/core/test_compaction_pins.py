@@ -58,10 +58,13 @@ from tests.core.test_compaction_examples import (
     token,
 )
 
-pytestmark = pytest.mark.filterwarnings(
-    # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
-    r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
-)
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.filterwarnings(
+        # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
+        r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
+    ),
+]
 
 
 def _visible(log: Log, agent_name: str = "agent") -> list[str]:

@@ -14,6 +14,8 @@ import pytest
 
 from tests.support.sidecar import SERVING, running_sidecar
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "adk_python" / "agent.py"
 GUIDE = ROOT / "clients" / "adk_python" / "README.md"

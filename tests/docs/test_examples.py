@@ -21,6 +21,8 @@ from tests.docs.guides import ROOT, blocks, pages
 from tests.fakes.provider_server import FakeProviders, start_fake_providers
 from tests.support.sidecar import SERVING, Sidecar, running_sidecar
 
+pytestmark = pytest.mark.process
+
 EXAMPLES = ROOT / "examples" / "python"
 
 #: page -> the script its Python block shows

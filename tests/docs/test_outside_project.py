@@ -21,6 +21,8 @@ import pytest
 from tests.docs.guides import ROOT, blocks
 from tests.support.sidecar import running_sidecar
 
+pytestmark = pytest.mark.process
+
 GUIDE = "clients/python/README.md"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from bench.context_tools import run_adk, run_engine, workload
 
-pytestmark = pytest.mark.filterwarnings(r"ignore:\[EXPERIMENTAL\]:UserWarning")
+pytestmark = [pytest.mark.unit, pytest.mark.filterwarnings(r"ignore:\[EXPERIMENTAL\]:UserWarning")]
 
 
 async def test_unused_tools_leave_adks_contexts_and_the_policy_keeps_every_fact() -> None:

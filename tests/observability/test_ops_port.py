@@ -24,6 +24,8 @@ from tests.observability.helpers import Samples, http_get, scrape, sidecar, valu
 from tests.service.helpers import text_event
 from tests.support.sidecar import Sidecar
 
+pytestmark = pytest.mark.process
+
 APP, USER = "ops-app", "u1"
 PADDING = "z" * 8000
 

@@ -31,7 +31,7 @@ from contextengine.v1 import event_pb2
 from tests.service.helpers import text_event
 from tests.support.sidecar import Sidecar, running_sidecar
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 SEED = int(os.environ.get("CE_CRASH_SEED", "20251130"))
 ROUNDS = 3

@@ -34,7 +34,7 @@ from contextengine.v1 import config_pb2, event_pb2
 from tests.service.helpers import text_event
 from tests.support.sidecar import SERVING, Sidecar, running_sidecar
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 SEED = int(os.environ.get("CE_CRASH_SEED", "20251201"))
 ROUNDS = 2

@@ -21,6 +21,8 @@ from contextengine.v1 import content_pb2, event_pb2
 from tests.service.helpers import text_event
 from tests.support.sidecar import Sidecar
 
+pytestmark = pytest.mark.process
+
 APP, USER, SESSION = "malloc-app", "u1", "big"
 GLIBC = platform.libc_ver()[0] == "glibc"
 #: inline data is carried into the context but not tokenized: a big answer, built quickly

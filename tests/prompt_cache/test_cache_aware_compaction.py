@@ -4,6 +4,8 @@ and its pure parts."""
 
 from __future__ import annotations
 
+import pytest
+
 from contextengine.core.prompt_cache import CacheSettings, Metadata
 from contextengine.core.prompt_cache._compaction import (
     cached_prefix,
@@ -14,6 +16,8 @@ from contextengine.core.prompt_cache._compaction import (
 from contextengine.v1 import config_pb2, context_service_pb2 as cpb, event_pb2
 
 from .harness import AGENT, engine
+
+pytestmark = pytest.mark.unit
 
 SLIDING = config_pb2.EventsCompactionConfig(compaction_interval=2, overlap_size=0)
 

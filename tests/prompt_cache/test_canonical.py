@@ -11,6 +11,8 @@ import pytest
 
 from contextengine.core.prompt_cache import CanonicalizationError, canonicalize, number_to_string
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, "\ud800", {"\udc00": 1}, b"x"])
 def test_rejects_what_is_not_json(value: object) -> None:

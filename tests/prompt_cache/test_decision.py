@@ -1,5 +1,5 @@
 """ADK's cache rules as named examples (sections 7.1-7.7 of the specification); the random
-differential test against google-adk itself is tests/parity/test_cache_differential.py."""
+differential test against google-adk itself is tests/prompt_cache/test_cache_differential.py."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from contextengine.core.prompt_cache import (
     send_from_index,
 )
 from contextengine.v1 import event_pb2
+
+pytestmark = pytest.mark.unit
 
 NOW = 1_000.0
 

@@ -22,6 +22,8 @@ from contextengine.core.prompt_cache import (
 )
 from contextengine.v1 import content_pb2
 
+pytestmark = pytest.mark.unit
+
 VECTORS = json.loads(
     (Path(__file__).parents[1] / "golden" / "fingerprints" / "vectors.json").read_text("utf-8")
 )

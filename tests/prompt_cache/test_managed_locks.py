@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from contextengine.prompt_cache.gemini_caches import ManagedCaches
+
+pytestmark = pytest.mark.unit
 
 
 async def test_a_lock_serialises_its_owner_and_is_dropped_after_use() -> None:

@@ -39,10 +39,13 @@ from tests.service.test_compaction import (
     summaries,
 )
 
-pytestmark = pytest.mark.filterwarnings(
-    # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
-    r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
-)
+pytestmark = [
+    pytest.mark.service,
+    pytest.mark.filterwarnings(
+        # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
+        r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
+    ),
+]
 
 CLIENT = config_pb2.SummarizerConfig(client=config_pb2.ClientSummarizerConfig())
 TOKEN = kpb.COMPACTION_TRIGGER_TOKEN_THRESHOLD

@@ -21,7 +21,7 @@ from grpc_status import rpc_status
 from contextengine.v1 import content_pb2, event_pb2, session_service_pb2 as pb
 from tests.support.sidecar import SERVING, running_sidecar
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 LIMIT = 1024 * 1024
 METHOD = "/contextengine.v1.SessionService/AppendEvent"

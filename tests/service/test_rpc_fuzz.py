@@ -28,7 +28,7 @@ Budgets (Hypothesis settings, selected by ``CE_FUZZ_PROFILE``):
   and reason) to a file. For example::
 
       CE_FUZZ_PROFILE=long CE_FUZZ_EXAMPLES=500 CE_FUZZ_STATS=/tmp/fuzz.txt \\
-          .venv/bin/pytest tests/fuzz -x
+          .venv/bin/pytest tests/service/test_rpc_fuzz.py -x
 
 A failure prints the falsifying request and a ``@reproduce_failure`` blob.
 """
@@ -68,6 +68,8 @@ from tests.service.proto_strategies import (
     mutated,
     random_bodies,
 )
+
+pytestmark = pytest.mark.fuzz
 
 PROFILE = os.environ.get("CE_FUZZ_PROFILE", "default")
 LONG = PROFILE == "long"

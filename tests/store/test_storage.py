@@ -27,7 +27,7 @@ from contextengine.client import ContextEngineClient, RpcError
 from tests.service.helpers import text_event
 from tests.support.sidecar import NOT_SERVING, SERVING, Sidecar, running_sidecar
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 APP, USER, SESSION = "storage", "u1", "s1"
 RESOURCE_EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED

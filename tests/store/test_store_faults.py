@@ -29,6 +29,8 @@ from contextengine.transport import ContextEngineServer
 from contextengine.v1 import event_pb2
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 KEY = SessionKey("app", "u1", "s1")
 PADDING = "p" * 20_000
 

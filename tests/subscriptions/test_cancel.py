@@ -33,7 +33,7 @@ from contextengine.v1 import (
 from tests.service.helpers import text_event
 from tests.support.sidecar import SERVING, Sidecar, running_sidecar
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 #: cycles per mode; 20 reproduced the crash in every run of the in-process modes before the fix
 CYCLES = int(os.environ.get("CE_CANCEL_CYCLES", "20"))

@@ -26,13 +26,13 @@ outputs and the seed (``print_blob`` adds ``@reproduce_failure``).
 * ``test_known_mismatch_*``: what the proto contract cannot carry (payload key order, 1.0 vs 1),
   ``xfail(strict=False)``.
 
-Run: ``.venv/bin/pytest tests/parity/test_context_differential.py`` (``make test`` runs it on a
+Run: ``.venv/bin/pytest tests/core/context/test_context_differential.py`` (``make test`` runs it on a
 fixed, code-derived example set).
 
 Hunting profile (by hand): ``CONTEXT_DIFF_SCALE=<n>`` multiplies every property test's number of
 examples and ``HYPOTHESIS_PROFILE=explore`` draws fresh ones on every run; lift the per-test
 timeout, e.g. ``HYPOTHESIS_PROFILE=explore CONTEXT_DIFF_SCALE=20 .venv/bin/pytest
-tests/parity/test_context_differential.py -k "sessions or only" --timeout=0 -x -q`` (about 10
+tests/core/context/test_context_differential.py -k "sessions or only" --timeout=0 -x -q`` (about 10
 minutes per engine on 2 cores). Add ``-k pure`` to leave the sidecar out (faster; the ``pure``
 engine checks the same incremental views the service keeps). Every divergence found so becomes a
 named regression test (pinned here or in ``tests/core/context/test_incremental.py``).

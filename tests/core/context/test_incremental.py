@@ -44,7 +44,7 @@ COUNTER = CharsPerFourCounter()
 #: the hunting profile's multiplier (see the module docstring)
 SCALE = int(os.environ.get("INCREMENTAL_HUNT", "1"))
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.service, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
 def _check_growth(

@@ -40,7 +40,7 @@ from tests.core.render.adk_adapters import (
 )
 from tests.core.render.random_contents import random_contents
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(300)]
 
 SESSIONS = range(120)
 AWKWARD = range(300)

@@ -13,6 +13,8 @@ from contextengine.core.render._tokens import O200K
 from contextengine.core.tokens import _load_cl100k
 from tests.core.render.random_contents import random_contents
 
+pytestmark = pytest.mark.unit
+
 CORPUS = [
     "hello world",
     "ünïcödé ✓ 東京 🚀",

@@ -21,7 +21,7 @@ from tests.pg_server import PostgresServer
 from tests.store.postgres.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
 from tests.support.sidecar import SERVING, Sidecar
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.scaling, pytest.mark.timeout(120)]
 
 SESSIONS = ("k0", "k1", "k2")
 

@@ -21,7 +21,7 @@ from contextengine.store.postgres import PostgresStore
 from contextengine.v1 import config_pb2, event_pb2
 from tests.pg_server import PostgresServer
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.scaling, pytest.mark.timeout(60)]
 
 KEY = SessionKey("app", "u", "s")
 

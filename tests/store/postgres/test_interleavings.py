@@ -1,7 +1,7 @@
 """Two real sidecars, and a third writer holding an earlier position open while they commit
 later ones (issue #32): no subscriber skips, repeats or reorders an event.
 
-The third writer (``tests/scaling/holder.py``, a process of its own appending through a
+The third writer (``tests/store/postgres/holder.py``, a process of its own appending through a
 ``PostgresStore`` as a sidecar does) writes one event and stops before its COMMIT. Meanwhile
 sidecars A and B acknowledge twenty events, with later positions. Subscribers on both (app,
 user and session scope, one of them started during the hold) receive none of them while the
@@ -27,7 +27,7 @@ from contextengine.store import LoggedEvent, SessionKey
 from contextengine.store.postgres import PostgresStore
 from tests.store.postgres.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.scaling, pytest.mark.timeout(120)]
 
 HELD = SessionKey(APP, "u1", "held")
 

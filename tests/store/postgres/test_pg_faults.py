@@ -41,7 +41,7 @@ from tests.store.postgres.sidecars import APP, Received, Writer, client, sidecar
 from tests.store.postgres.test_faults import SESSIONS, _check_sessions, _everything
 from tests.support.sidecar import SERVING, Sidecar
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.scaling, pytest.mark.timeout(120)]
 
 
 async def _open_transactions(dsn: str, sidecar: Sidecar) -> int:

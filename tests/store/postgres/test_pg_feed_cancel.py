@@ -16,6 +16,8 @@ import pytest
 from contextengine._compat import timeout
 from contextengine.store.postgres._feed import ChangeFeed
 
+pytestmark = pytest.mark.unit
+
 
 class _OpenConnection:
     """Stands for the feed's reader connection: open, and never asked for anything else."""

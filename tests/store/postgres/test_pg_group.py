@@ -16,7 +16,7 @@ from contextengine.store import LoggedEvent, SessionKey
 from contextengine.store.postgres import PostgresStore
 from contextengine.v1 import event_pb2
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
 
 APP = "app"
 

@@ -11,7 +11,7 @@ log the table ends up holding, in its order, each change once:
 Every write transaction's COMMIT goes through a hook: some wait a random time first (an earlier
 position held open while later ones commit), some roll back instead, and one is held open while
 every other writer commits. Out of process, with real sidecars and a transaction that
-is killed: ``tests/scaling/test_interleavings.py``.
+is killed: ``tests/store/postgres/test_interleavings.py``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from contextengine.store import Change, LoggedEvent, SessionKey
 from contextengine.store.postgres import PostgresStore
 from contextengine.v1 import event_pb2
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(120)]
 
 APP = "app"
 USERS = ("u0", "u1", "u2")

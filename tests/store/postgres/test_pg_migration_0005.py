@@ -13,6 +13,8 @@ from contextengine.store.postgres import PostgresStore, _migrations as pg_migrat
 from contextengine.v1 import event_pb2
 from tests.pg_server import PostgresServer
 
+pytestmark = pytest.mark.unit
+
 APP = "app"
 KEY = SessionKey(APP, "u", "old")
 

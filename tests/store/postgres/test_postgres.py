@@ -26,6 +26,8 @@ from contextengine.store.postgres import PostgresStore
 from contextengine.v1 import event_pb2
 from tests.pg_server import PostgresServer, private_server
 
+pytestmark = pytest.mark.unit
+
 KEY = SessionKey("app", "u", "s")
 
 

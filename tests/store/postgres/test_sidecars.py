@@ -23,7 +23,7 @@ from contextengine.v1 import config_pb2, context_service_pb2 as cpb
 from tests.service.helpers import text_event
 from tests.store.postgres.sidecars import APP, Received, Writer, client, sidecars, subscribe, until
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.scaling, pytest.mark.timeout(90)]
 
 
 async def test_appends_through_both_reach_subscribers_on_b_once_in_order(

@@ -13,7 +13,7 @@ from contextengine.v1 import content_pb2, context_service_pb2 as cpb, event_pb2
 from tests.service.helpers import text_event
 from tests.store.postgres.sidecars import APP, client, sidecars
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.scaling, pytest.mark.timeout(90)]
 
 
 def _call(call_id: str) -> event_pb2.Event:
