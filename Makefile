@@ -29,8 +29,10 @@ PYENV_ROOT ?= $(HOME)/.pyenv
 PYTHON_OLDEST ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.10.*/bin/python3.10))),$(shell command -v python3.10))
 PYTHON_NEWEST ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*/bin/python3.13))),$(shell command -v python3.13))
 # What they run: the modules of these suites (on 3.10, those that do not need google-adk, which
-# needs 3.11: tests/conftest.py), the PostgreSQL cases on the server tests/pg_server.py starts.
+# needs 3.11: tests/conftest.py), the PostgreSQL cases on the server tests/pg_server.py starts;
+# not the multi-sidecar suite (scaling) nor the differential tests against google-adk (parity).
 PYTHONS_SUITES ?= tests/core tests/store
+PYTHONS_MARKERS ?= not scaling and not parity
 TS_DIR := clients/typescript
 TS_STAMP := $(TS_DIR)/node_modules/.stamp-ci
 # The ADK TypeScript drop-ins (@contextengine/adk) on the TypeScript client's sources.
@@ -157,8 +159,8 @@ hooks: ## Install the commit-msg hook that checks each new commit's subject
 	touch $@
 
 test-pythons: .venv-py3.10/.stamp-test .venv-py3.13/.stamp-test postgres-server ## The core and store suites on Python 3.10 and 3.13 (part of `make test`)
-	.venv-py3.10/bin/pytest -q -p no:cacheprovider $(PYTHONS_SUITES)
-	.venv-py3.13/bin/pytest -q -p no:cacheprovider $(PYTHONS_SUITES)
+	.venv-py3.10/bin/pytest -q -p no:cacheprovider -m "$(PYTHONS_MARKERS)" $(PYTHONS_SUITES)
+	.venv-py3.13/bin/pytest -q -p no:cacheprovider -m "$(PYTHONS_MARKERS)" $(PYTHONS_SUITES)
 
 # --- pieces -----------------------------------------------------------------------------------
 
@@ -232,9 +234,10 @@ postgres-server: $(DEV_STAMP) ## PostgreSQL's server binaries for the tests (apt
 browser: $(DEV_STAMP) ## Debian's Chromium for the browser tests (apt-get when root)
 	$(BIN)/python -m tests.browser
 
-# The suites over the PostgreSQL store alone (also part of `make pytest`).
+# The suites over the PostgreSQL store alone (also part of `make pytest`): the PostgreSQL cases
+# and tests/store/postgres, without its multi-sidecar suite (marked scaling; `make pytest` runs it).
 test-postgres: $(DEV_STAMP) postgres-server ## The suites over the PostgreSQL store alone
-	$(BIN)/pytest -q -k postgres tests/store tests/memory tests/service
+	$(BIN)/pytest -q -k postgres -m "not scaling" tests/store tests/memory tests/service
 
 # --- clients ----------------------------------------------------------------------------------
 
