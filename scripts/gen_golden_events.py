@@ -1,6 +1,6 @@
 """Writes the golden event vectors that other languages' clients test against.
 
-For each representative event of the ADK parity corpus (``tests/parity/adk_corpus.py``, events
+For each representative event of the ADK parity corpus (``tests/core/adk_corpus.py``, events
 made by google-adk 2.13 with fixed ids and timestamps) it writes, under ``tests/golden/events/``:
 
 * ``<name>.json`` - canonical proto3 JSON: ``json_format.MessageToJson`` with proto field names
@@ -35,7 +35,7 @@ def golden_events() -> dict[str, event_pb2.Event]:
     """Name -> proto event, in a stable order."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from tests.parity import adk_corpus
+    from tests.core import adk_corpus
 
     events: dict[str, event_pb2.Event] = {}
     for name, case_name in adk_corpus.GOLDEN_CASES.items():

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 #: where the checked modules live: the server package, the client's own distribution, examples
 SERVER_ROOT = ROOT / "server"

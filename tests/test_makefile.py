@@ -7,6 +7,10 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 MAKEFILE = ROOT / "Makefile"
 #: a rule's first line: ``name: prerequisites`` (not ``name := value``, not a pattern or a file)

@@ -15,6 +15,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 #: modules no start-up may load (a name, or a package and everything under it)
 NOT_AT_START_UP = ("google.genai", "google.adk", "contextengine.testing")
 

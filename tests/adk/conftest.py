@@ -1,6 +1,6 @@
 """Fixtures of the ADK drop-in tests: every behaviour runs in both modes (``backend_mode``).
 
-- ``sidecar``: a real ``contextengine serve`` out of process (``tests/faults/sidecar.py``), one
+- ``sidecar``: a real ``contextengine serve`` out of process (``tests/support/sidecar.py``), one
   for the whole test session (starting one per test would dominate the run); tests keep apart by
   their own ``app_name``;
 - ``embedded``: the engine in process on a SQLite file of the test's own ``tmp_path``.
@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 
 from contextengine.adk import Backend, embedded_backend, sidecar_backend
-from tests.faults.sidecar import Sidecar, running_sidecar
+from tests.support.sidecar import Sidecar, running_sidecar
 
 MODES = ("sidecar", "embedded")
 

@@ -29,6 +29,8 @@ from contextengine.adk import (
 from contextengine.v1 import config_pb2, session_service_pb2 as spb
 from tests.adk.scripted import ScriptedLlm, call, text
 
+pytestmark = pytest.mark.process
+
 USER = "u"
 
 

@@ -31,7 +31,7 @@ from contextengine.adk import embedded_backend, sidecar_backend
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2, session_service_pb2 as spb
 from tests.fakes.gemini_server import FakeGemini, start_fake_gemini
-from tests.faults.sidecar import running_sidecar
+from tests.support.sidecar import running_sidecar
 
 from .differential import Engine, Outcome, normalized, quiet_adk, run_dropins, run_reference
 from .scripted import Turn, fixed_script, turns

@@ -29,6 +29,8 @@ from contextengine.v1 import (
     session_service_pb2 as spb,
 )
 
+pytestmark = pytest.mark.process
+
 USER = "user-1"
 
 

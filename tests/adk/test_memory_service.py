@@ -36,6 +36,8 @@ from contextengine.adk import (
 from contextengine.client import RpcError
 from contextengine.v1 import content_pb2, event_pb2, session_service_pb2 as spb
 
+pytestmark = pytest.mark.process
+
 USER = "u1"
 
 TEXTS = [

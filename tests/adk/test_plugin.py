@@ -46,6 +46,8 @@ from contextengine.v1 import (
     session_service_pb2 as spb,
 )
 
+pytestmark = pytest.mark.process
+
 USER = "u1"
 
 

@@ -47,7 +47,9 @@ from tests.adk.scripted import (
     fixed_script,
     run_conversation,
 )
-from tests.faults.sidecar import Sidecar
+from tests.support.sidecar import Sidecar
+
+pytestmark = pytest.mark.process
 
 KINDS = ("sidecar", "embedded", "adk-memory", "adk-sqlite")
 OURS = ("sidecar", "embedded")

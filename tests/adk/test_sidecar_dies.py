@@ -24,7 +24,9 @@ from pydantic import PrivateAttr
 
 from contextengine.adk import ContextEnginePlugin, ContextEngineSessionService, sidecar_backend
 from contextengine.client import RpcError
-from tests.faults.sidecar import Sidecar, running_sidecar
+from tests.support.sidecar import Sidecar, running_sidecar
+
+pytestmark = pytest.mark.process
 
 APP, USER = "dies", "u1"
 

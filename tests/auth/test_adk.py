@@ -15,6 +15,8 @@ from contextengine.testing import start_local_server
 from tests.auth import certs
 from tests.auth.helpers import Token, write_tokens
 
+pytestmark = pytest.mark.service
+
 
 async def test_the_drop_ins_pass_token_and_certificates_through(tmp_path: Path) -> None:
     pki = certs.write(tmp_path / "pki")

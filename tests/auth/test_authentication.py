@@ -19,6 +19,8 @@ from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
 from tests.auth.helpers import Token, call, methods, reason_of, request, short, write_tokens
 
+pytestmark = pytest.mark.service
+
 SECRET = "s3cret-token-value-never-logged"
 
 

@@ -20,7 +20,9 @@ from contextengine.client import ContextEngineClient, RpcError
 from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.transport import server_edge
-from tests.faults.sidecar import Sidecar
+from tests.support.sidecar import Sidecar
+
+pytestmark = pytest.mark.process
 
 LOCAL = ["127.0.0.1:0", "127.8.9.10:50151", "localhost:1", "[::1]:50151", "unix:/tmp/x.sock"]
 PUBLIC = ["0.0.0.0:50151", "[::]:0", "10.1.2.3:50151", "example.com:443", "my-pod:1", ":50151"]

@@ -33,6 +33,8 @@ from tests.auth.helpers import (
 )
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 TOKENS = {
     "reader": Token("tok-read-a", "read", ["a"]),
     "writer": Token("tok-write-a", "write", ["a"]),

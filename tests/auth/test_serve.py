@@ -15,8 +15,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from contextengine.auth import hash_token
 from contextengine.client import ContextEngineClient, RpcError
 from tests.auth import certs
-from tests.faults.sidecar import START_TIMEOUT, Sidecar
 from tests.service.helpers import text_event
+from tests.support.sidecar import START_TIMEOUT, Sidecar
+
+pytestmark = pytest.mark.process
 
 WRITER = "writer-token-0123456789"
 READER = "reader-token-0123456789"

@@ -15,6 +15,8 @@ from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
 from tests.auth import certs
 
+pytestmark = pytest.mark.service
+
 TOKEN = "tls-test-token"
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from contextengine.auth import Grant, Role, TokenTable, hash_token, load_token_file
 
+pytestmark = pytest.mark.service
+
 DIGEST = hash_token("tok-1")
 
 TOML = f"""

@@ -18,6 +18,8 @@ import pytest
 from contextengine.client import ContextEngineClient
 from contextengine.testing import start_local_server
 
+pytestmark = pytest.mark.service
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "clients" / "conformance" / "scenarios"
 NAME = "python-client"

@@ -20,6 +20,8 @@ from contextengine.client import ContextEngineClient, RpcError
 from contextengine.client._retries import ALL_METHODS, RETRYABLE_METHODS, is_retryable
 from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2, content_pb2, event_pb2
 
+pytestmark = pytest.mark.service
+
 PROTO_DIR = Path(__file__).resolve().parents[2] / "proto" / "contextengine" / "v1"
 
 #: the RPCs a repeat could do twice: never retried

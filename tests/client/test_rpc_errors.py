@@ -7,6 +7,8 @@ import pytest
 
 from contextengine.client import RpcError
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("reason", ["MISSING_FIELD", "INVALID_ID"])
 def test_an_id_refused_before_any_lookup_is_recognised_by_its_field(reason: str) -> None:

@@ -19,7 +19,7 @@ from tests.service.helpers import text_event
 
 APP = "app"
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.service, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
 class Recorder:

@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 
 from contextengine.testing import start_local_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "python"

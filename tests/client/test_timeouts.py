@@ -9,6 +9,8 @@ import pytest
 
 from contextengine.client._timeouts import within
 
+pytestmark = pytest.mark.unit
+
 
 async def test_a_late_awaitable_is_cancelled_with_the_builtin_timeout_error() -> None:
     started = asyncio.Event()

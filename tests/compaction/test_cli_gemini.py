@@ -10,9 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2, content_pb2, event_pb2
 from tests.fakes.gemini_server import start_fake_gemini
+
+pytestmark = pytest.mark.process
 
 
 def _turn(author: str, invocation: str, text: str) -> event_pb2.Event:

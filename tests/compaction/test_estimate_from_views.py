@@ -18,8 +18,8 @@ from contextengine.core.context import ContextOptions
 from contextengine.core.context.incremental import View, materialize
 from contextengine.core.tokens import CharsPerFourCounter
 from contextengine.v1 import config_pb2, context_service_pb2 as cpb, event_pb2
-from tests.parity.context_compare import options_for, to_proto_events
-from tests.parity.context_strategies import Session, sessions, views
+from tests.core.context.context_compare import options_for, to_proto_events
+from tests.core.context.context_strategies import Session, sessions, views
 from tests.service.helpers import text_event
 from tests.service.test_compaction import (
     FakeSummarizer,
@@ -33,7 +33,7 @@ from tests.service.test_compaction import (
 
 COUNTER = CharsPerFourCounter()
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.unit, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 #: generated sessions: as many as the incremental-view tests, no deadline, no example database
 GENERATED = settings(

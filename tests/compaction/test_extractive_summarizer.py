@@ -14,6 +14,8 @@ from contextengine.core.compaction import render_events
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, event_pb2
 
+pytestmark = pytest.mark.unit
+
 
 def _event(author: str, *parts: content_pb2.Part, **fields: Any) -> event_pb2.Event:
     role = "user" if author == "user" else "model"

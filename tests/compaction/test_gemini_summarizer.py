@@ -42,6 +42,8 @@ from tests.fakes.gemini_server import (
     summary_reply,
 )
 
+pytestmark = pytest.mark.unit
+
 API_KEY = "test-key-do-not-log-5f3a"
 MODEL = "gemini-test"
 GENERATE_PATH = f"/v1beta/models/{MODEL}:generateContent"

@@ -3,11 +3,15 @@ since, the same session), retried when other appends move the log's end under th
 
 from __future__ import annotations
 
+import pytest
+
 from contextengine.compaction.guarded_append import append_summary, invalidated_since
 from contextengine.runtime.event_cache import SessionEventCache
 from contextengine.store import MemoryStore, SessionKey
 from contextengine.v1 import event_pb2
 from tests.service.helpers import text_event
+
+pytestmark = pytest.mark.unit
 
 KEY = SessionKey("app", "user", "s1")
 

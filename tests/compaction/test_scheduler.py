@@ -20,6 +20,8 @@ from contextengine.store import MemoryStore, SessionKey
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.unit
+
 APP = "app"
 KEY = SessionKey(APP, "user", "s1")
 EVERY_INVOCATION = config_pb2.EventsCompactionConfig(compaction_interval=1, overlap_size=0)

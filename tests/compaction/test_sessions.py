@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from contextengine.compaction.sessions import Sessions
 from contextengine.compaction.types import SessionStatus
 from contextengine.store import SessionKey
+
+pytestmark = pytest.mark.unit
 
 KEY = SessionKey("app", "user", "s1")
 

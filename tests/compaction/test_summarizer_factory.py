@@ -17,6 +17,8 @@ from contextengine.compaction.summarizers.summarizer import DEFAULT_PROMPT_TEMPL
 from contextengine.core.errors import Code, ContextEngineError
 from contextengine.v1 import config_pb2
 
+pytestmark = pytest.mark.unit
+
 SETTINGS = GeminiSettings(api_key="k", base_url="http://127.0.0.1:9")
 Extractive = config_pb2.ExtractiveSummarizerConfig
 Gemini = config_pb2.GeminiSummarizerConfig

@@ -16,6 +16,8 @@ from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import MemoryStore
 from contextengine.v1 import config_pb2
 
+pytestmark = pytest.mark.unit
+
 
 class Closing:
     """A summarizer that records being closed (and can fail to)."""

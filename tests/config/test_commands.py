@@ -13,6 +13,8 @@ from contextengine import cli, config
 from contextengine._compat import tomllib
 from contextengine.settings import ServerSettings
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(autouse=True)
 def _no_contextengine_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,8 @@ from contextengine import config
 from contextengine._compat import tomllib
 from contextengine.auth import hash_token, load_token_file
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 SIDECAR = ROOT / "deploy" / "kubernetes" / "sidecar"
 VALIDATE = Path(sys.executable).with_name("kubernetes-validate")

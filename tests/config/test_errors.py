@@ -10,6 +10,8 @@ import pytest
 
 from contextengine import cli, config
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(autouse=True)
 def _no_contextengine_environment(monkeypatch: pytest.MonkeyPatch) -> None:

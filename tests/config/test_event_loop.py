@@ -10,10 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from contextengine.client import ContextEngineClient
 from contextengine.settings import ServerSettings
 from contextengine.v1 import content_pb2, event_pb2
 from tests.config.serving import START_TIMEOUT, environment, serving
+
+pytestmark = pytest.mark.process
 
 
 def _event(text: str) -> event_pb2.Event:

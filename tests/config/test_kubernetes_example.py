@@ -20,6 +20,8 @@ from contextengine.client import ContextEngineClient, RpcError
 from contextengine.v1 import content_pb2, event_pb2
 from tests.config.serving import START_TIMEOUT, serving
 
+pytestmark = pytest.mark.process
+
 SIDECAR = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "sidecar"
 
 

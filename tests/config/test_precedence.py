@@ -14,6 +14,8 @@ import pytest
 from contextengine import cli, config
 from contextengine.settings import ServerSettings
 
+pytestmark = pytest.mark.unit
+
 SERVE = ["serve"]
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from contextengine import cli, config
 
+pytestmark = pytest.mark.unit
+
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "operations" / "configuration.md"
 
 

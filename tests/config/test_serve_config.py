@@ -15,6 +15,8 @@ from contextengine.client import ContextEngineClient, RpcError
 from contextengine.v1 import content_pb2, event_pb2
 from tests.config.serving import START_TIMEOUT, environment, serving
 
+pytestmark = pytest.mark.process
+
 LIMIT = 64 * 1024
 
 

@@ -29,7 +29,7 @@ import pytest_asyncio
 
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import content_pb2, event_pb2
-from tests.faults.sidecar import Sidecar, running_sidecar
+from tests.support.sidecar import Sidecar, running_sidecar
 
 ROOT = Path(__file__).resolve().parents[2]
 ADK = ROOT / "clients" / "conformance" / "adk"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from tests.faults.sidecar import Sidecar, running_sidecar
+from tests.support.sidecar import Sidecar, running_sidecar
 
 ADK = Path(__file__).resolve().parents[2] / "clients" / "conformance" / "adk"
 SEEDS = range(1, 41)

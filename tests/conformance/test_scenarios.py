@@ -21,6 +21,8 @@ import yaml
 
 from contextengine.transport import ContextEngineServer
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT / "clients" / "conformance"
 SCENARIOS = CONFORMANCE / "scenarios"

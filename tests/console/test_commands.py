@@ -16,6 +16,8 @@ from tests.auth import certs
 from tests.console.conftest import AGENT, APP, COMPACTED, PLAIN, SCRATCH, USER, script
 from tests.console.helpers import T0, Sidecar, check_snapshot, cli, free_port, sidecar
 
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture(autouse=True)
 def _plain_120_columns(monkeypatch: pytest.MonkeyPatch) -> None:

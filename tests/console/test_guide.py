@@ -16,6 +16,8 @@ import pytest
 from tests.console.helpers import Sidecar, cli
 from tests.docs.guides import blocks
 
+pytestmark = pytest.mark.process
+
 GUIDE = "docs/guide/cli.md"
 _RULE = re.compile(r"─{3,}")
 #: what the page writes for a value that differs between runs (with the column's padding)

@@ -19,6 +19,8 @@ from contextengine.v1 import (
     session_service_pb2 as pb,
 )
 
+pytestmark = pytest.mark.unit
+
 
 class Terminal(io.StringIO):
     """A stream that says it is a terminal."""

@@ -12,10 +12,14 @@ import subprocess
 import threading
 from typing import IO
 
+import pytest
+
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import content_pb2, event_pb2
 from tests.console.conftest import USER
 from tests.console.helpers import Sidecar, spawn
+
+pytestmark = pytest.mark.process
 
 WAIT = 30.0
 #: the tail tests' own app: the sessions they make stay out of the other tests' listings

@@ -38,9 +38,9 @@ from contextengine.core.compaction import (
 )
 from contextengine.core.errors import ContextEngineError
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
+from tests.compaction.compaction_engine import to_proto_event
+from tests.core.context.context_strategies import Session, sessions
 from tests.core.context.random_sessions import random_session
-from tests.parity.compaction_engine import to_proto_event
-from tests.parity.context_strategies import Session, sessions
 
 __all__ = [
     "compaction_configs",
@@ -49,10 +49,13 @@ __all__ = [
     "views_of",
 ]
 
-pytestmark = pytest.mark.filterwarnings(
-    # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
-    r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
-)
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.filterwarnings(
+        # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
+        r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
+    ),
+]
 
 _THRESHOLDS = (1, 40, 150, 500, 1500, 20_000)
 

@@ -31,6 +31,8 @@ from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
 from tests.core.context.builders import describe
 
+pytestmark = pytest.mark.unit
+
 # ----------------------------------------------------------------------------------- harness
 
 

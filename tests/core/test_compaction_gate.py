@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import pytest
 from google.adk.apps.compaction import _is_range_worth_compacting
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
@@ -29,6 +30,8 @@ from contextengine.core.compaction import content_json_size, is_worth_compacting
 from contextengine.v1 import content_pb2
 from tests.core.context.adk_compare import to_proto
 from tests.core.context.builders import call, compaction, event, response, text
+
+pytestmark = pytest.mark.unit
 
 # ---------------------------------------------------------------------------- content sizes
 

@@ -36,7 +36,17 @@ from contextengine.core.context import ContextOptions, build_contents
 from contextengine.core.context._compaction_view import compaction_ranges
 from contextengine.core.context._rewind import apply_rewinds
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
+from tests.compaction.compaction_engine import (
+    EngineCompaction,
+    engine_post_invocation,
+    engine_token_threshold,
+    one_key_payloads,
+    to_adk_config,
+    to_proto_config,
+    to_proto_event,
+)
 from tests.core.context.builders import describe
+from tests.core.context.context_strategies import Session, sessions
 from tests.core.test_compaction_examples import (
     Log,
     fc,
@@ -47,21 +57,14 @@ from tests.core.test_compaction_examples import (
     text,
     token,
 )
-from tests.parity.compaction_engine import (
-    EngineCompaction,
-    engine_post_invocation,
-    engine_token_threshold,
-    one_key_payloads,
-    to_adk_config,
-    to_proto_config,
-    to_proto_event,
-)
-from tests.parity.context_strategies import Session, sessions
 
-pytestmark = pytest.mark.filterwarnings(
-    # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
-    r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
-)
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.filterwarnings(
+        # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
+        r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
+    ),
+]
 
 
 def _visible(log: Log, agent_name: str = "agent") -> list[str]:

@@ -9,6 +9,8 @@ from contextengine.core import page_tokens
 from contextengine.core.errors import ContextEngineError
 from contextengine.core.page_tokens import PageTokens
 
+pytestmark = pytest.mark.unit
+
 KEY = b"k" * 32
 TOKENS = PageTokens(KEY)
 SCOPE = ["app", "u1", "s1", "0"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from importlib import resources
 
+import pytest
+
 from contextengine.core.structs import dict_to_struct
 from contextengine.core.tokens import (
     CL100K_SHA256,
@@ -14,6 +16,8 @@ from contextengine.core.tokens import (
     default_counter,
 )
 from contextengine.v1 import content_pb2
+
+pytestmark = pytest.mark.unit
 
 
 def _content() -> content_pb2.Content:

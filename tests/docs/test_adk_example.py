@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.sidecar import SERVING, running_sidecar
+from tests.support.sidecar import SERVING, running_sidecar
+
+pytestmark = pytest.mark.process
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "adk_python" / "agent.py"

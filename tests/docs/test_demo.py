@@ -25,6 +25,8 @@ from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from tests.fakes.gemini_server import GENERATE_CONTENT, default_summary_text, start_fake_gemini
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "python" / "demo" / "demo.py"
 #: variables that would change which sidecar or summarizer the demo uses

@@ -19,7 +19,9 @@ import pytest
 from contextengine.client import ContextEngineClient
 from tests.docs.guides import ROOT, blocks, pages
 from tests.fakes.provider_server import FakeProviders, start_fake_providers
-from tests.faults.sidecar import SERVING, Sidecar, running_sidecar
+from tests.support.sidecar import SERVING, Sidecar, running_sidecar
+
+pytestmark = pytest.mark.process
 
 EXAMPLES = ROOT / "examples" / "python"
 

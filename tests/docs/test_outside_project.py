@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.docs.guides import ROOT, blocks
-from tests.faults.sidecar import running_sidecar
+from tests.support.sidecar import running_sidecar
+
+pytestmark = pytest.mark.process
 
 GUIDE = "clients/python/README.md"
 

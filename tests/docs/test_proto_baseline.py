@@ -15,7 +15,10 @@ BUF = Path(sys.executable).with_name("buf")
 BASELINE = ROOT / "proto" / "baseline.json"
 EVENT = Path("contextengine") / "v1" / "event.proto"
 
-pytestmark = pytest.mark.skipif(not BUF.exists(), reason="buf is installed by `make test`")
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.skipif(not BUF.exists(), reason="buf is installed by `make test`"),
+]
 
 
 def _breaking(proto: Path) -> subprocess.CompletedProcess[str]:

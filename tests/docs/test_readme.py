@@ -16,6 +16,8 @@ import pytest
 from contextengine.testing import start_local_server
 from tests.docs.guides import ROOT, marked
 
+pytestmark = pytest.mark.process
+
 DEFAULT_ADDRESS = "127.0.0.1:50151"
 WALKTHROUGH = "docs/guide/grpcurl.md"
 FRONT_PAGE = "README.md"

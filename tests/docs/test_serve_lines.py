@@ -16,6 +16,8 @@ import pytest
 from contextengine.cli import main
 from tests.docs.guides import ROOT, blocks, pages
 
+pytestmark = pytest.mark.unit
+
 _SERVE = re.compile(r"^(?:\$ )?contextengine serve\b(.*)$")
 
 

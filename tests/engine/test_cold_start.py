@@ -8,12 +8,15 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from google.protobuf import struct_pb2
 
 from contextengine.core.tokens import default_counter
 from contextengine.engine import EngineSettings, open_engine
 from contextengine.store import SessionKey
 from contextengine.v1 import context_service_pb2 as cpb, event_pb2, session_service_pb2 as spb
+
+pytestmark = pytest.mark.unit
 
 APP, USER, SESSION = "app", "u", "s"
 WHERE: dict[str, Any] = {"app_name": APP, "user_id": USER, "session_id": SESSION}

@@ -29,6 +29,8 @@ from contextengine.v1 import (
 from tests.core.context.adk_compare import to_proto
 from tests.core.context.random_sessions import random_session
 
+pytestmark = pytest.mark.unit
+
 APP = "tools-property"
 TOOLS = [
     "context_status",

@@ -35,6 +35,8 @@ from contextengine.v1 import (
 )
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 APP, USER = "app", "u"
 
 

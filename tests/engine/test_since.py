@@ -26,13 +26,13 @@ from contextengine.v1 import (
     context_service_pb2_grpc,
     event_pb2,
 )
+from tests.core.context.context_compare import to_proto_events
 from tests.core.context.random_sessions import random_session
-from tests.parity.context_compare import to_proto_events
 from tests.service.helpers import text_event
 
 APP = "app"
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.service, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
 @dataclass(frozen=True)

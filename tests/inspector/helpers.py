@@ -16,8 +16,8 @@ import httpx
 
 from contextengine.auth import hash_token
 from contextengine.client import ContextEngineClient
-from tests.faults.sidecar import Sidecar
 from tests.inspector.session import APP, script
+from tests.support.sidecar import Sidecar
 
 ADMIN = "admin-token-0123456789"
 READER = "reader-token-0123456789"

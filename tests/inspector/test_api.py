@@ -36,7 +36,7 @@ from tests.inspector.session import (
 )
 from tests.observability.helpers import scrape, value
 
-pytestmark = pytest.mark.asyncio(loop_scope="package")
+pytestmark = [pytest.mark.process, pytest.mark.asyncio(loop_scope="package")]
 
 SESSION_PATH = f"api/apps/{APP}/users/{USER}/sessions/{SESSION}"
 

@@ -17,7 +17,7 @@ from tests.browser import require_chromium
 from tests.inspector.helpers import ADMIN, READER, Running
 from tests.inspector.session import APP, BROWSER_SESSION as SESSION, USER, message
 
-pytestmark = pytest.mark.asyncio(loop_scope="package")
+pytestmark = [pytest.mark.process, pytest.mark.asyncio(loop_scope="package")]
 
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "inspector"
 #: how long the page may take to show something (a loaded 2-core machine)

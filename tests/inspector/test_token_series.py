@@ -12,6 +12,8 @@ from contextengine.testing import start_local_server
 from contextengine.v1 import context_service_pb2 as cpb, event_pb2
 from tests.inspector.session import APP, SESSION, USER, script
 
+pytestmark = pytest.mark.service
+
 
 @pytest.mark.parametrize("agent", ["planner", "researcher"])
 async def test_each_point_is_what_build_context_answers_for_the_log_so_far(agent: str) -> None:

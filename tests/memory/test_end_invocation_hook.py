@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from contextengine.client import ContextEngineClient
 from contextengine.testing import start_local_server
 from contextengine.v1 import config_pb2, content_pb2, event_pb2
+
+pytestmark = pytest.mark.service
 
 
 def _turn(author: str, text: str) -> event_pb2.Event:

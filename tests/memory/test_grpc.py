@@ -26,6 +26,8 @@ from contextengine.v1 import (
 from tests.service.helpers import Owner, text_event
 from tests.service.test_bad_input import expect
 
+pytestmark = pytest.mark.service
+
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 A: Owner = {"app_name": "app", "user_id": "alice"}

@@ -14,6 +14,8 @@ from contextengine.store import SessionKey
 from tests.memory.conftest import Memory, close_memory, open_memory
 from tests.memory.helpers import entry
 
+pytestmark = pytest.mark.unit
+
 S1 = SessionKey("app", "alice", "s1")
 S2 = SessionKey("app", "alice", "s2")
 

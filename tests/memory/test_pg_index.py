@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from contextengine.memory.text import query_terms
 from contextengine.store import SessionKey
 from tests.memory.conftest import Memory, close_memory, open_memory
 from tests.memory.helpers import entry
 from tests.memory.test_index_contract import _corpus, ids, search
+
+pytestmark = pytest.mark.unit
 
 S1 = SessionKey("app", "alice", "s1")
 S2 = SessionKey("app", "alice", "s2")

@@ -19,6 +19,8 @@ from contextengine.v1 import config_pb2, content_pb2, event_pb2
 from tests.memory.conftest import Memory, close_memory, open_memory
 from tests.memory.helpers import event
 
+pytestmark = pytest.mark.unit
+
 KEY = SessionKey("app", "alice", "s1")
 
 

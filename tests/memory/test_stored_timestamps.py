@@ -14,6 +14,8 @@ from contextengine.transport import ContextEngineServer
 from contextengine.v1 import config_pb2
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 UTC = config_pb2.PRELOAD_TIME_FORMAT_UTC
 LOCAL = config_pb2.PRELOAD_TIME_FORMAT_LOCAL
 STORED = [1.7e12, 1e308, 253_402_300_800.0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from contextengine.memory.text import (
     GRAM_SEPARATOR,
     Document,
@@ -13,6 +15,8 @@ from contextengine.memory.text import (
     script_runs,
     token_count,
 )
+
+pytestmark = pytest.mark.unit
 
 W, S = TermKind.WORD, TermKind.SUBSTRING
 

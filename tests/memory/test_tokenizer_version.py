@@ -17,6 +17,8 @@ from contextengine.v1 import content_pb2
 from tests.memory.conftest import close_memory, open_memory
 from tests.memory.helpers import event
 
+pytestmark = pytest.mark.unit
+
 KEY = SessionKey("app", "alice", "s1")
 
 

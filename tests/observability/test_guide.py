@@ -12,8 +12,12 @@ import socket
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.docs.guides import blocks
-from tests.faults.sidecar import running_sidecar
+from tests.support.sidecar import running_sidecar
+
+pytestmark = pytest.mark.process
 
 PAGE = "docs/operations/observability.md"
 SHOWN_PORT = "127.0.0.1:50152"

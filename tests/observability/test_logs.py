@@ -21,6 +21,8 @@ from contextengine.settings import ServerSettings
 from tests.observability.helpers import sidecar
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.unit
+
 APP, USER = "logged-app", "u1"
 #: planted where a careless log line would show them
 SECRET = "tok-3f9a1c-never-logged"

@@ -28,6 +28,8 @@ from contextengine.v1 import (
 from tests.observability.helpers import Samples, ScriptedSummarizer, scrape, sidecar, value
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 APP, USER = "metrics-app", "u1"
 SESSION = "SessionService"
 

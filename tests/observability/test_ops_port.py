@@ -20,9 +20,11 @@ from contextengine.store import WriteTx
 from contextengine.store.memory import MemoryStore
 from contextengine.store.sqlite import SqliteStore
 from contextengine.transport import ContextEngineServer
-from tests.faults.sidecar import Sidecar
 from tests.observability.helpers import Samples, http_get, scrape, sidecar, value
 from tests.service.helpers import text_event
+from tests.support.sidecar import Sidecar
+
+pytestmark = pytest.mark.process
 
 APP, USER = "ops-app", "u1"
 PADDING = "z" * 8000

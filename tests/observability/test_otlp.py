@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from contextengine.client import ContextEngineClient
 from contextengine.settings import ServerSettings
 from contextengine.transport import ContextEngineServer
 from tests.service.helpers import text_event
+
+pytestmark = pytest.mark.service
 
 
 class Collector(trace_service_pb2_grpc.TraceServiceServicer):

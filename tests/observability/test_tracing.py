@@ -27,6 +27,8 @@ from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2
 from tests.observability.helpers import ScriptedSummarizer, sidecar
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.unit
+
 APP, USER = "traced-app", "u1"
 APPEND = "contextengine.v1.SessionService/AppendEvent"
 COMPACT = "contextengine.v1.CompactionService/Compact"

@@ -17,6 +17,8 @@ from contextengine.observability.metrics import GcCollector
 from contextengine.process.gc_policy import PAUSE_BUCKETS, GcPolicy
 from contextengine.settings import ServerSettings
 
+pytestmark = pytest.mark.unit
+
 
 class Node:
     """A tracked object that can point at itself (a cycle only the collector frees)."""

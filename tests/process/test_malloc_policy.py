@@ -18,8 +18,10 @@ from contextengine.process.malloc_policy import (
 from contextengine.settings import ServerSettings
 from contextengine.testing.proc import minor_faults
 from contextengine.v1 import content_pb2, event_pb2
-from tests.faults.sidecar import Sidecar
 from tests.service.helpers import text_event
+from tests.support.sidecar import Sidecar
+
+pytestmark = pytest.mark.process
 
 APP, USER, SESSION = "malloc-app", "u1", "big"
 GLIBC = platform.libc_ver()[0] == "glibc"

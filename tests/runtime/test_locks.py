@@ -9,6 +9,8 @@ import pytest
 
 from contextengine.runtime.locks import KeyedLocks
 
+pytestmark = pytest.mark.unit
+
 
 async def test_a_key_is_serialised_and_other_keys_are_not() -> None:
     locks: KeyedLocks[str] = KeyedLocks()

@@ -7,6 +7,8 @@ import pytest
 
 from contextengine.runtime.lru import BoundedLru
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_oldest_entry_is_dropped_beyond_the_bound() -> None:
     lru: BoundedLru[str, int] = BoundedLru(2)

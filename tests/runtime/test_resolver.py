@@ -14,6 +14,8 @@ from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import MemoryStore, SessionKey
 from contextengine.v1 import config_pb2
 
+pytestmark = pytest.mark.unit
+
 APP = "app"
 KEY = SessionKey(APP, "user", "s1")
 APP_WINDOW = config_pb2.EventsCompactionConfig(compaction_interval=4, overlap_size=1)

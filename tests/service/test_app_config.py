@@ -8,6 +8,8 @@ import pytest
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.v1 import config_pb2
 
+pytestmark = pytest.mark.service
+
 
 async def test_config_round_trip(client: ContextEngineClient) -> None:
     empty = await client.get_app_config("app")

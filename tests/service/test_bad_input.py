@@ -33,6 +33,8 @@ from contextengine.v1 import (
 )
 from tests.service.helpers import Owner, SessionRef, text_event
 
+pytestmark = pytest.mark.service
+
 A: Owner = {"app_name": "app", "user_id": "u1"}
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 

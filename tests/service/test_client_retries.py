@@ -14,6 +14,8 @@ import pytest
 from contextengine.client import ContextEngineClient, RpcError
 from contextengine.testing import start_local_server
 
+pytestmark = pytest.mark.service
+
 TIMEOUT = 0.6
 
 

@@ -19,6 +19,8 @@ from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 LIMIT = 64 * 1024
 APP, USER = "app", "u1"
 

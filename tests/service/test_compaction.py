@@ -38,6 +38,8 @@ from contextengine.v1 import (
 from tests.service.helpers import text_event
 from tests.service.test_context import call_event, response_event
 
+pytestmark = pytest.mark.service
+
 APP = "app"
 USER = "u1"
 SESSION = "s1"

@@ -24,6 +24,8 @@ from contextengine.v1 import (
 from tests.service.helpers import text_event
 from tests.service.test_bad_input import expect
 
+pytestmark = pytest.mark.service
+
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION

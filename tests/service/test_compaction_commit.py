@@ -24,8 +24,8 @@ from contextengine.v1 import (
     content_pb2,
     event_pb2,
 )
+from tests.core.context.context_strategies import Session, sessions
 from tests.core.test_compaction_commit_property import compaction_configs, proto_events
-from tests.parity.context_strategies import Session, sessions
 from tests.service.helpers import text_event
 from tests.service.test_compaction import (
     APP,
@@ -39,10 +39,13 @@ from tests.service.test_compaction import (
     summaries,
 )
 
-pytestmark = pytest.mark.filterwarnings(
-    # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
-    r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
-)
+pytestmark = [
+    pytest.mark.service,
+    pytest.mark.filterwarnings(
+        # AuthConfig.__init__ calls its own deprecated get_credential_key() (auth/auth_tool.py).
+        r"ignore:This method is deprecated\. Use credential_key instead\.:DeprecationWarning"
+    ),
+]
 
 CLIENT = config_pb2.SummarizerConfig(client=config_pb2.ClientSummarizerConfig())
 TOKEN = kpb.COMPACTION_TRIGGER_TOKEN_THRESHOLD

@@ -19,6 +19,8 @@ from contextengine.v1 import (
 )
 from tests.service.helpers import SessionRef, text_event
 
+pytestmark = pytest.mark.unit
+
 REF = SessionRef(app_name="app", user_id="u", session_id="s")
 SLIDING = config_pb2.EventsCompactionConfig(compaction_interval=2, overlap_size=1)
 CLIENT = config_pb2.SummarizerConfig(client=config_pb2.ClientSummarizerConfig())

@@ -23,6 +23,8 @@ from contextengine.v1 import (
 )
 from tests.service.helpers import SessionRef, text_event
 
+pytestmark = pytest.mark.service
+
 APP = "app"
 
 

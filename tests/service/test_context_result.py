@@ -17,6 +17,8 @@ from contextengine.v1 import (
 )
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.unit
+
 APP = "app"
 CACHED = "cached"
 GEMINI = cpb.ModelIdentity(provider=cpb.MODEL_PROVIDER_GEMINI, model="gemini-2.0-flash")

@@ -27,6 +27,8 @@ from contextengine.v1 import (
     event_pb2,
 )
 
+pytestmark = pytest.mark.service
+
 APP = "tools-app"
 USER = "u"
 ROWS = {"rows": [f"row {i}: a line of a long tool result nobody needs later" for i in range(40)]}

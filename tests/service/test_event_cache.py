@@ -18,6 +18,8 @@ from contextengine.store.postgres import PostgresStore
 from contextengine.store.sqlite import SqliteStore
 from contextengine.v1 import event_pb2
 
+pytestmark = pytest.mark.unit
+
 KEY = SessionKey("app", "user", "s1")
 
 

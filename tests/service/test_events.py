@@ -13,6 +13,8 @@ from contextengine.core.validate import MAX_TIMESTAMP
 from contextengine.v1 import content_pb2, event_pb2
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 APP = "app"
 
 

@@ -20,6 +20,8 @@ from grpc_status import rpc_status
 from contextengine.core.errors import ContextEngineError
 from contextengine.service._handlers import generic_handler
 
+pytestmark = pytest.mark.service
+
 LIMIT = 1024
 
 

@@ -31,6 +31,8 @@ from tests.service.test_user_state import (
     refused,
 )
 
+pytestmark = pytest.mark.service
+
 APP = "app"
 BY_UPDATE = pb.SESSION_ORDER_LAST_UPDATE_ASC
 Row = tuple[float, str, str]

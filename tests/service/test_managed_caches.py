@@ -26,6 +26,8 @@ from tests.fakes.gemini_server import (
 
 from .helpers import text_event
 
+pytestmark = pytest.mark.service
+
 APP = "managed"
 AGENT = "agent"
 MODEL = cpb.ModelIdentity(provider=cpb.MODEL_PROVIDER_GEMINI, model="gemini-2.0-flash")

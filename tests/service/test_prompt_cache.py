@@ -16,6 +16,8 @@ from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb
 
 from .helpers import text_event
 
+pytestmark = pytest.mark.service
+
 APP = "cached"
 AGENT = "weather_agent"
 MODEL = cpb.ModelIdentity(provider=cpb.MODEL_PROVIDER_GEMINI, model="gemini-2.0-flash")

@@ -17,6 +17,8 @@ from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 APP = "render-app"
 SYSTEM = content_pb2.Content(parts=[content_pb2.Part(text="You plan trips.")])
 

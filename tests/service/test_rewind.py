@@ -13,6 +13,8 @@ from contextengine.client import ContextEngineClient, RpcError
 from contextengine.core.structs import struct_to_dict
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 APP = "app"
 
 # (invocation, state delta) per event, in log order

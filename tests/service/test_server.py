@@ -7,12 +7,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from contextengine.client import ContextEngineClient
 from contextengine.testing import start_local_server
 from tests.service.helpers import text_event
+
+pytestmark = pytest.mark.service
 
 
 async def test_health_serving_then_not_serving() -> None:

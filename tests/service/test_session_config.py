@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import grpc
+import pytest
 
 from contextengine.client import ContextEngineClient
 from contextengine.compaction.compactor import View
@@ -31,6 +32,8 @@ from tests.service.test_compaction import (
     expect_error,
     summaries,
 )
+
+pytestmark = pytest.mark.service
 
 KEY = SessionKey(APP, USER, SESSION)
 EVERY_THREE = config_pb2.EventsCompactionConfig(compaction_interval=3, overlap_size=0)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from contextengine.runtime.app_configs import AppConfigs
 from contextengine.runtime.resolver import ConfigResolver
 from contextengine.runtime.session_configs import SessionConfigs
 from contextengine.store import MemoryStore, SessionKey
 from contextengine.v1 import config_pb2
+
+pytestmark = pytest.mark.unit
 
 KEY = SessionKey("app", "u", "s")
 

@@ -18,6 +18,8 @@ from contextengine.service._status import (
     to_status,
 )
 
+pytestmark = pytest.mark.unit
+
 #: what the trailers of a status may take (gRPC's default soft limit is 8 KiB for all metadata)
 BUDGET = 6 * 1024
 

@@ -27,6 +27,8 @@ from contextengine.testing import start_local_server
 from contextengine.v1 import session_service_pb2 as pb, session_service_pb2_grpc
 from tests.service.helpers import text_event
 
+pytestmark = pytest.mark.service
+
 APP = "app"
 M = TypeVar("M", bound=message.Message)
 

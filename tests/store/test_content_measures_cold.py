@@ -7,12 +7,15 @@ import sqlite3
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from contextengine.store import SessionKey, SqliteStore
 from contextengine.store.postgres import PostgresStore, _migrations as pg_migrations
 from contextengine.store.sqlite._migrations import load_migrations, migrate
 from contextengine.v1 import event_pb2
 from tests.pg_server import PostgresServer
+
+pytestmark = pytest.mark.unit
 
 KEY = SessionKey("app", "u", "s")
 COUNTER = "tiktoken/cl100k_base"

@@ -20,6 +20,8 @@ from contextengine.store.sqlite._migrations import load_migrations, migrate, spl
 from contextengine.store.sqlite._writer import SessionCache, SessionRow, WriteTx, run_batch
 from contextengine.v1 import config_pb2, event_pb2
 
+pytestmark = pytest.mark.unit
+
 KEY = SessionKey("app", "u1", "s1")
 
 

@@ -6,8 +6,12 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from contextengine.store import Change, LoggedEvent, SessionKey, SqliteStore
 from contextengine.v1 import event_pb2
+
+pytestmark = pytest.mark.unit
 
 KEY = SessionKey("app", "u1", "s1")
 

@@ -6,11 +6,15 @@ import random
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from contextengine.store import EventStore, SessionKey
 from contextengine.store.sqlite._migrations import load_migrations, migrate
 
 from .conftest import FakeClock
 from .contract.helpers import APP, create, ev
+
+pytestmark = pytest.mark.unit
 
 Row = tuple[float, str, str]
 

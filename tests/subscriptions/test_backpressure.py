@@ -37,6 +37,8 @@ from .helpers import (
     take,
 )
 
+pytestmark = pytest.mark.service
+
 BIG = "x" * 4000
 
 

@@ -12,6 +12,8 @@ from contextengine.v1 import subscription_service_pb2 as spb, subscription_servi
 
 from .helpers import APP, SESSION, USER, message, stream_error
 
+pytestmark = pytest.mark.service
+
 SESSION_SCOPE = {"app_name": APP, "user_id": USER, "session_id": SESSION}
 APP_SCOPE = {"scope": spb.SUBSCRIPTION_SCOPE_APP, "app_name": APP}
 USER_SCOPE = {"scope": spb.SUBSCRIPTION_SCOPE_USER, "app_name": APP, "user_id": USER}

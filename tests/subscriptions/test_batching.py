@@ -28,6 +28,8 @@ from .helpers import (
     take,
 )
 
+pytestmark = pytest.mark.service
+
 BIG = "x" * 4000
 
 

@@ -20,6 +20,8 @@ from contextengine.subscriptions.broadcaster import (
 
 from .helpers import message
 
+pytestmark = pytest.mark.unit
+
 KEY = SessionKey("app", "u1", "s1")
 SIBLING = SessionKey("app", "u1", "s2")
 STRANGER = SessionKey("app", "u2", "s1")

@@ -8,6 +8,8 @@ import contextlib
 import gc
 from collections.abc import AsyncGenerator
 
+import pytest
+
 from contextengine.client import ContextEngineClient
 from contextengine.subscriptions.broadcaster import Subscription
 from contextengine.subscriptions.event_stream import EventStream
@@ -16,6 +18,8 @@ from contextengine.transport import ContextEngineServer
 from contextengine.v1 import subscription_service_pb2 as spb
 
 from .helpers import APP, SESSION, USER, eventually, message
+
+pytestmark = pytest.mark.service
 
 Frame = spb.SubscribeEventsResponse | spb.WatchSessionStateResponse
 

@@ -15,6 +15,8 @@ from contextengine.transport import ContextEngineServer
 
 from .helpers import APP, SESSION, USER, kind, take
 
+pytestmark = pytest.mark.service
+
 FAST = FollowPolicy(max_failures=3, first_backoff_seconds=0.001, max_backoff_seconds=0.002)
 
 

@@ -7,6 +7,8 @@ import pytest
 from contextengine.core.errors import ContextEngineError
 from contextengine.subscriptions.cursors import MAX_CURSOR, check_within, parse_position
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(("text", "value"), [("", 0), ("0", 0), ("7", 7), ("1234", 1234)])
 def test_valid_cursors(text: str, value: int) -> None:

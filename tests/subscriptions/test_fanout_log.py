@@ -24,6 +24,8 @@ from contextengine.subscriptions.broadcaster import (
 
 from .helpers import message
 
+pytestmark = pytest.mark.unit
+
 KEY = SessionKey("app", "u1", "s1")
 GROUP = "everyone"
 

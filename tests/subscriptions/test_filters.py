@@ -9,6 +9,8 @@ from contextengine.v1 import content_pb2, event_pb2, subscription_service_pb2 as
 
 from .helpers import message
 
+pytestmark = pytest.mark.unit
+
 
 def with_parts(*parts: content_pb2.Part) -> event_pb2.Event:
     return event_pb2.Event(author="a", content=content_pb2.Content(role="model", parts=parts))

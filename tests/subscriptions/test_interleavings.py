@@ -8,12 +8,15 @@ import contextlib
 import itertools
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from contextengine.client import ContextEngineClient
 from contextengine.v1 import subscription_service_pb2 as spb
 
 from .helpers import USER, kind, message
+
+pytestmark = pytest.mark.service
 
 _names = itertools.count()
 

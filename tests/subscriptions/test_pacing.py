@@ -43,6 +43,8 @@ from .helpers import (
     take,
 )
 
+pytestmark = pytest.mark.service
+
 KEY = SessionKey(APP, USER, SESSION)
 
 

@@ -10,6 +10,8 @@ from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
 
+pytestmark = pytest.mark.service
+
 SERVE = ["serve", "--db", ":memory:"]
 
 

@@ -7,6 +7,8 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+import pytest
+
 from contextengine.client import ContextEngineClient
 from contextengine.testing import start_local_server
 from contextengine.v1 import subscription_service_pb2 as spb, subscription_service_pb2_grpc
@@ -24,6 +26,8 @@ from .helpers import (
     stream_error,
     take,
 )
+
+pytestmark = pytest.mark.service
 
 
 async def test_open_streams_end_with_unavailable(tmp_path: Path) -> None:

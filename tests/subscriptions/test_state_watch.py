@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from contextengine.store import LoggedEvent, SessionCreated, SessionDeleted, SessionKey
 from contextengine.subscriptions.state_watch import changed_keys, concerns, visible_keys
 
 from .helpers import message
+
+pytestmark = pytest.mark.unit
 
 WATCHED = SessionKey("app", "alice", "s1")
 SIBLING = SessionKey("app", "alice", "s2")  # same user

@@ -12,6 +12,8 @@ from contextengine.v1 import content_pb2, event_pb2, subscription_service_pb2 as
 
 from .helpers import APP, SESSION, USER, count_events, has_kind, kind, message, sequences, take
 
+pytestmark = pytest.mark.service
+
 
 async def test_replay_then_caught_up_then_live(client: ContextEngineClient) -> None:
     await client.create_session(APP, USER, SESSION)

@@ -13,6 +13,8 @@ from contextengine.v1 import subscription_service_pb2 as spb
 
 from .helpers import APP, SESSION, USER, has_kind, kind, message, take
 
+pytestmark = pytest.mark.service
+
 
 def delta_of(frame: spb.WatchSessionStateResponse) -> dict[str, Any]:
     return struct_to_dict(frame.delta.delta, "delta")

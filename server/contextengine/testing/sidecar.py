@@ -1,5 +1,5 @@
 """``contextengine serve`` as a child process: the one way tests, benchmarks and scripts start a
-real sidecar out of process (``tests/faults/sidecar.py`` adapts it for pytest,
+real sidecar out of process (``tests/support/sidecar.py`` adapts it for pytest,
 ``bench/sidecar.py`` for the benchmarks, ``scripts/with_server.py`` runs commands against it).
 
 The process runs ``python -X faulthandler -m contextengine serve`` (faulthandler only prints a

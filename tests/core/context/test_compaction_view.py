@@ -25,6 +25,8 @@ from tests.core.context.adk_compare import (
 )
 from tests.core.context.builders import call, compaction, describe, event, response, text
 
+pytestmark = pytest.mark.unit
+
 AGENT = adk_options(agent_name="agent")
 
 

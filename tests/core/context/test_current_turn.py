@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from google.adk.events.event_actions import EventActions
 
 from contextengine.core.context import IncludeContents
 from tests.core.context.adk_compare import adk_options, assert_matches_adk
 from tests.core.context.builders import call, describe, event, response, text
+
+pytestmark = pytest.mark.unit
 
 TURN = adk_options(agent_name="agent", include_contents=IncludeContents.NONE)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from google.adk.events.event import Event
 from google.genai import types
 
@@ -9,6 +10,8 @@ from contextengine.core.context import build_contents
 from contextengine.v1 import content_pb2
 from tests.core.context.adk_compare import adk_options, assert_matches_adk, to_proto
 from tests.core.context.builders import call, describe, event, response, text
+
+pytestmark = pytest.mark.unit
 
 AGENT = adk_options(agent_name="agent")
 

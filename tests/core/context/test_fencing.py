@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from google.adk.flows.llm_flows.context._fencing import (
     QUOTED_CONTENT_BEGIN,
     QUOTED_CONTENT_ELIDED,
@@ -14,6 +15,8 @@ from contextengine.core.context._fencing import QUOTE_BEGIN, QUOTE_ELIDED, QUOTE
 from contextengine.core.structs import dict_to_struct
 from tests.core.context.adk_compare import ADK_PREAMBLE, adk_options, assert_matches_adk, to_proto
 from tests.core.context.builders import call, describe, event, response, text
+
+pytestmark = pytest.mark.unit
 
 AGENT = adk_options(agent_name="agent")
 

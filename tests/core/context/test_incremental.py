@@ -34,9 +34,9 @@ from contextengine.core.context.incremental import (
 from contextengine.core.tokens import CharsPerFourCounter, content_chars
 from contextengine.v1 import content_pb2, event_pb2
 from tests.core.context.adk_compare import adk_as_json, adk_options, as_json, run_adk, to_proto
+from tests.core.context.context_compare import options_for, to_proto_events
+from tests.core.context.context_strategies import Session, sessions, views
 from tests.core.context.random_sessions import random_options, random_session
-from tests.parity.context_compare import options_for, to_proto_events
-from tests.parity.context_strategies import Session, sessions, views
 from tests.service.helpers import text_event
 
 COUNTER = CharsPerFourCounter()
@@ -44,7 +44,7 @@ COUNTER = CharsPerFourCounter()
 #: the hunting profile's multiplier (see the module docstring)
 SCALE = int(os.environ.get("INCREMENTAL_HUNT", "1"))
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.service, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
 def _check_growth(

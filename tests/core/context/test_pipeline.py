@@ -14,6 +14,8 @@ from contextengine.v1 import content_pb2, event_pb2
 from tests.core.context.adk_compare import adk_as_json, as_json, ours, run_adk, to_proto
 from tests.core.context.random_sessions import random_options, random_session
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("block", range(8))
 def test_random_sessions_match_adk(block: int, caplog: pytest.LogCaptureFixture) -> None:

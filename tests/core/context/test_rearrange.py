@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from google.adk.events.event_actions import EventActions
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from tests.core.context.adk_compare import adk_options, assert_matches_adk
 from tests.core.context.builders import call, describe, event, response, text
+
+pytestmark = pytest.mark.unit
 
 AGENT = adk_options(agent_name="agent")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from google.adk.events._rewind_events import _apply_rewinds
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
@@ -9,6 +10,8 @@ from google.adk.events.event_actions import EventActions
 from contextengine.core.context._rewind import apply_rewinds, live_indices
 from tests.core.context.adk_compare import adk_options, assert_matches_adk, to_proto
 from tests.core.context.builders import describe, event, text
+
+pytestmark = pytest.mark.unit
 
 OPTIONS = adk_options(agent_name="agent")
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from google.adk.events.event import Event
 from google.genai import types
 
 from tests.core.context.adk_compare import adk_options, assert_matches_adk
 from tests.core.context.builders import describe, event, text
+
+pytestmark = pytest.mark.unit
 
 OPTIONS = adk_options(agent_name="agent")
 

@@ -11,6 +11,8 @@ from contextengine.core.context._visibility import branch_is_visible, is_tool_su
 from tests.core.context.adk_compare import adk_options, assert_matches_adk
 from tests.core.context.builders import call, describe, event, response, text
 
+pytestmark = pytest.mark.unit
+
 AGENT = adk_options(agent_name="agent")
 
 

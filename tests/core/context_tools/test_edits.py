@@ -38,6 +38,8 @@ from tests.core.context.adk_compare import to_proto
 from tests.core.context.random_sessions import random_options, random_session
 from tests.core.context_tools.log import ON, Log, answer_event, long_session, measure
 
+pytestmark = pytest.mark.unit
+
 COUNTER = CharsPerFourCounter()
 REFUSED: dict[str, int] = {}
 

@@ -16,6 +16,8 @@ from contextengine.core.context_tools import (
 from contextengine.v1 import content_pb2, event_pb2
 from tests.core.context_tools.log import BULK, ON, Log, long_session
 
+pytestmark = pytest.mark.unit
+
 
 def refused(rule: str, call: object, *args: object, **kw: object) -> EditRefusedError:
     with pytest.raises(EditRefusedError) as caught:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from contextengine.store import (
     EventStore,
     SessionKey,
@@ -10,6 +12,8 @@ from contextengine.v1 import config_pb2
 from tests.store.conftest import FakeClock
 
 from .helpers import APP, KEY, create, ev, raises
+
+pytestmark = pytest.mark.unit
 
 # --- app config -----------------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import pytest
+
 from contextengine._compat import timeout
 from contextengine.store import (
     Change,
@@ -17,6 +19,8 @@ from contextengine.store import (
 )
 
 from .helpers import APP, KEY, all_events, create, ev, raises
+
+pytestmark = pytest.mark.unit
 
 # --- positions and commit notifications -----------------------------------------------------------
 

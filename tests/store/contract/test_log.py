@@ -13,6 +13,8 @@ from tests.store.conftest import FakeClock
 
 from .helpers import APP, KEY, all_events, create, ev, ids, raises, seqs
 
+pytestmark = pytest.mark.unit
+
 # --- sequences and concurrency -------------------------------------------------------------------
 
 

@@ -3,8 +3,12 @@ measures kept for BuildContext's cold start); on every backend."""
 
 from __future__ import annotations
 
+import pytest
+
 from contextengine.store import EventStore, SessionKey
 from contextengine.v1 import event_pb2
+
+pytestmark = pytest.mark.unit
 
 KEY = SessionKey("app", "u", "s")
 OTHER = SessionKey("app", "u", "other")

