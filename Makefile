@@ -31,12 +31,9 @@ PYTHON_NEWEST ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*
 # What they run: the modules of these suites (on 3.10, those that do not need google-adk, which
 # needs 3.11: tests/conftest.py), the PostgreSQL cases on the server tests/pg_server.py starts;
 # not the differential tests against google-adk (parity) nor the multi-sidecar suite (scaling),
-# which moved into these folders. Nor, yet, the storage faults that came from tests/faults: on 3.10
-# a full disk answers INTERNAL, not STORAGE_FULL (store.sqlite's storage_error reads
-# sqlite3.Error.sqlite_errorcode, which Python 3.11 added); they run on 3.11 in `make pytest`.
+# which moved into these folders.
 PYTHONS_SUITES ?= tests/core tests/store
 PYTHONS_MARKERS ?= not scaling and not parity
-PYTHONS_IGNORED ?= tests/store/test_storage.py tests/store/test_store_faults.py
 TS_DIR := clients/typescript
 TS_STAMP := $(TS_DIR)/node_modules/.stamp-ci
 # The ADK TypeScript drop-ins (@contextengine/adk) on the TypeScript client's sources.
@@ -163,10 +160,8 @@ hooks: ## Install the commit-msg hook that checks each new commit's subject
 	touch $@
 
 test-pythons: .venv-py3.10/.stamp-test .venv-py3.13/.stamp-test postgres-server ## The core and store suites on Python 3.10 and 3.13 (part of `make test`)
-	.venv-py3.10/bin/pytest -q -p no:cacheprovider -m "$(PYTHONS_MARKERS)" \
-	  $(addprefix --ignore=,$(PYTHONS_IGNORED)) $(PYTHONS_SUITES)
-	.venv-py3.13/bin/pytest -q -p no:cacheprovider -m "$(PYTHONS_MARKERS)" \
-	  $(addprefix --ignore=,$(PYTHONS_IGNORED)) $(PYTHONS_SUITES)
+	.venv-py3.10/bin/pytest -q -p no:cacheprovider -m "$(PYTHONS_MARKERS)" $(PYTHONS_SUITES)
+	.venv-py3.13/bin/pytest -q -p no:cacheprovider -m "$(PYTHONS_MARKERS)" $(PYTHONS_SUITES)
 
 # --- pieces -----------------------------------------------------------------------------------
 

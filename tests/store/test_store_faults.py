@@ -99,6 +99,20 @@ def test_storage_errors_are_mapped(tmp_path: Path) -> None:
     assert storage_error(ValueError("no")) is None
 
 
+def test_storage_errors_without_codes_are_known_by_sqlites_text() -> None:
+    """Python 3.10's sqlite3 errors carry no ``sqlite_errorcode``: SQLite's text names the code."""
+    full = storage_error(sqlite3.OperationalError("database or disk is full"))
+    assert full is not None
+    assert (full.reason, full.metadata) == ("STORAGE_FULL", {"sqlite_error": "SQLITE_FULL"})
+    locked = storage_error(sqlite3.OperationalError("database is locked"))
+    assert locked is not None
+    assert (locked.reason, locked.metadata) == (
+        "STORAGE_UNAVAILABLE",
+        {"sqlite_error": "SQLITE_BUSY"},
+    )
+    assert storage_error(sqlite3.OperationalError("no such table: t")) is None
+
+
 class Disk:
     """The free bytes the store is told of."""
 

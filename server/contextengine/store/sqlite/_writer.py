@@ -155,6 +155,16 @@ _UNWRITABLE = {
     5: "the database file is locked",  # SQLITE_BUSY (past the busy timeout)
     15: "the file system's locking failed",  # SQLITE_PROTOCOL
 }
+#: SQLite's message for each of those codes (``sqlite3_errstr``), with its name: what identifies
+#: the error where the exception carries no ``sqlite_errorcode`` (Python 3.10)
+_BY_MESSAGE = {
+    "database or disk is full": (13, "SQLITE_FULL"),
+    "disk I/O error": (10, "SQLITE_IOERR"),
+    "attempt to write a readonly database": (8, "SQLITE_READONLY"),
+    "unable to open database file": (14, "SQLITE_CANTOPEN"),
+    "database is locked": (5, "SQLITE_BUSY"),
+    "locking protocol": (15, "SQLITE_PROTOCOL"),
+}
 
 
 def storage_error(error: BaseException) -> ContextEngineError | None:
@@ -165,7 +175,10 @@ def storage_error(error: BaseException) -> ContextEngineError | None:
     code = getattr(error, "sqlite_errorcode", None)
     name = str(getattr(error, "sqlite_errorname", "") or "")
     if not isinstance(code, int):
-        return None
+        # Python 3.10's sqlite3 has no error codes: SQLite's own text for the code says it
+        code, name = _BY_MESSAGE.get(str(error), (None, ""))
+        if code is None:
+            return None
     if code & 0xFF == _SQLITE_FULL:
         return ContextEngineError(
             "STORAGE_FULL",
