@@ -47,7 +47,7 @@ from google.protobuf import json_format, struct_pb2
 
 from contextengine.adk._backend import Backend, UsesBackend
 from contextengine.adk._convert import content_to_genai, content_to_proto
-from contextengine.client import ContextFollower, RpcError
+from contextengine.client import ContextEngineError, ContextFollower
 from contextengine.v1 import compaction_service_pb2 as kpb, context_service_pb2 as cpb
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class ContextEnginePlugin(UsesBackend, BasePlugin):
                 response = await self._contexts.follow(request)
             else:
                 response = await self._backend.build_context(request)
-        except RpcError as err:
+        except ContextEngineError as err:
             if err.reason != "SESSION_NOT_FOUND":
                 raise
             raise ValueError(

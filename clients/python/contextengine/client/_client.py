@@ -4,14 +4,14 @@
         session = await ce.create_session("my-app", "user-1")
         await ce.append_event("my-app", "user-1", session.id, event)
 
-Every call has one deadline (``timeout``) that covers the whole call, retries and backoff
-included. Calls that are safe to repeat are retried with backoff after UNAVAILABLE, and only then:
-every read, idempotent writes (configurations, memory deletes, a session delete with
-``allow_missing``), and appends, which are idempotent because the client gives each event an id
-(and a timestamp) before the first attempt; the TypeScript and Java clients follow the same rule.
-Which calls those are is declared once, in the protos (each method's ``idempotency_level``), and
-read from the generated descriptors (``_retries``).
-Errors are raised as :class:`RpcError` with the gRPC code and the server's ``ErrorInfo`` reason.
+Every call has one deadline (``timeout``) that covers the whole call, retries and backoff included.
+Calls that are safe to repeat are retried with backoff after UNAVAILABLE, and only then: every read,
+idempotent writes (configurations, memory deletes, a session delete with ``allow_missing``), and
+appends, which are idempotent because the client gives each event an id (and a timestamp) before the
+first attempt; the TypeScript and Java clients follow the same rule. Which calls those are is
+declared once, in the protos (each method's ``idempotency_level``), and read from the generated
+descriptors (``_retries``). Errors are raised as :class:`ContextEngineError` with the gRPC code and
+the server's ``ErrorInfo`` reason.
 
 Streams (``subscribe_events``, ``watch_session_state``) have no deadline. They resubscribe by
 themselves, from the last cursor received, when the server shuts down, the connection is lost or
@@ -36,7 +36,7 @@ from contextengine.client._follower import ContextFollower
 from contextengine.client._rendered import request_part
 from contextengine.client._resumable import FollowPolicy, follow
 from contextengine.client._retries import is_retryable
-from contextengine.client._rpc_errors import RpcError, to_rpc_error
+from contextengine.client._rpc_errors import ContextEngineError, to_rpc_error
 from contextengine.client._security import open_channel
 from contextengine.client._timeouts import within
 from contextengine.v1 import (
@@ -58,7 +58,7 @@ from contextengine.v1 import (
     subscription_service_pb2_grpc,
 )
 
-__all__ = ["ContextEngineClient", "RpcError", "context_request"]
+__all__ = ["ContextEngineClient", "ContextEngineError", "context_request"]
 
 #: the server's heartbeat interval when a request leaves it to the server
 _SERVER_HEARTBEAT_SECONDS = 15.0
