@@ -33,6 +33,7 @@ from google.protobuf import struct_pb2
 
 from contextengine.client._context_tools import ContextTools
 from contextengine.client._follower import ContextFollower
+from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
 from contextengine.client._resumable import FollowPolicy, follow
 from contextengine.client._retries import is_retryable
@@ -1022,7 +1023,7 @@ def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
 
 
 def _plain(struct: struct_pb2.Struct) -> dict[str, Any]:
-    """``struct`` as JSON values, integral numbers as ``int`` (below 2**53), as the server's own
+    """``struct`` as JSON values, numbers as :func:`json_number` makes them, as the server's own
     conversion does."""
     return {key: _plain_value(value) for key, value in struct.fields.items()}
 
@@ -1030,10 +1031,7 @@ def _plain(struct: struct_pb2.Struct) -> dict[str, Any]:
 def _plain_value(value: struct_pb2.Value) -> Any:
     kind = value.WhichOneof("kind")
     if kind == "number_value":
-        number = value.number_value
-        if number.is_integer() and abs(number) < 2**53:
-            return int(number)
-        return number
+        return json_number(value.number_value)
     if kind == "string_value":
         return value.string_value
     if kind == "bool_value":
