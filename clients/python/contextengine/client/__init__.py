@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextengine.client._client import ContextEngineClient, context_request
 from contextengine.client._context_tools import CONTEXT_TOOL_NAMES, ContextTools, struct_json
-from contextengine.client._follower import ContextFollower
+from contextengine.client._context_view import ContextView
 from contextengine.client._rendered import request_part
 from contextengine.client._rpc_errors import ContextEngineError
 
@@ -20,8 +20,8 @@ __all__ = [
     "CONTEXT_TOOL_NAMES",
     "ContextEngineClient",
     "ContextEngineError",
-    "ContextFollower",
     "ContextTools",
+    "ContextView",
     "context_request",
     "request_part",
     "struct_json",

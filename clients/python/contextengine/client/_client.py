@@ -32,7 +32,7 @@ import grpc
 from google.protobuf import struct_pb2
 
 from contextengine.client._context_tools import ContextTools
-from contextengine.client._follower import ContextFollower
+from contextengine.client._context_view import ContextView
 from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
 from contextengine.client._resumable import FollowPolicy, follow
@@ -446,7 +446,7 @@ class ContextEngineClient:
         running the token-threshold compaction first. ``since`` (the count and digest of
         contents held from an earlier answer) asks for only the contents after them when they
         are still the first ones: the raw answer is returned, ``base_contents_count`` says how
-        many held ones come first (0: all are in ``contents``); :meth:`context_follower` holds
+        many held ones come first (0: all are in ``contents``); :meth:`context_view` holds
         and reassembles them. ``render`` asks for the context as another provider's request
         part instead of ``contents`` (``rendered``; :meth:`render_context` gives it as the
         provider's own request part)."""
@@ -500,10 +500,14 @@ class ContextEngineClient:
             lambda t: self._contexts.BuildContext(request, timeout=t), "ContextService/BuildContext"
         )
 
-    def context_follower(self, *, max_views: int = 64) -> ContextFollower:
-        """A :class:`ContextFollower` over this client: BuildContext answers with only the
-        contents that changed on the wire, reassembled, for the last ``max_views`` views."""
-        return ContextFollower(self.send_build_context, max_views=max_views)
+    def context_view(
+        self, app_name: str, user_id: str, session_id: str, **options: Any
+    ) -> ContextView:
+        """A :class:`ContextView` of the session, the agent and the view options
+        (:meth:`build_context`'s ``options``): its ``build()`` sends ``since`` with the contents
+        of its last answer and returns the whole contents, while only the new ones cross the
+        wire."""
+        return ContextView(self.send_build_context, app_name, user_id, session_id, **options)
 
     # Memory --------------------------------------------------------------------------------
 
