@@ -12,8 +12,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from contextengine.client import ContextEngineClient, ContextEngineError, context_request
-from contextengine.client._context_view import ContextView, ContextViews
+from contextengine.client import (
+    ContextEngineClient,
+    ContextEngineError,
+    ContextView,
+    ContextViews,
+    context_request,
+)
 from contextengine.testing import start_local_server
 from contextengine.v1 import context_service_pb2 as cpb
 from tests.engine.test_since import seeded_events

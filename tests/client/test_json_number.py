@@ -7,8 +7,7 @@ import math
 import pytest
 from google.protobuf import struct_pb2
 
-from contextengine.client import struct_json
-from contextengine.client._json import json_number
+from contextengine.client import json_number, struct_json
 from contextengine.console.render import plain
 from contextengine.core.structs import json_number as server_json_number
 

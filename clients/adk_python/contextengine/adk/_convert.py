@@ -35,7 +35,7 @@ from google.protobuf import json_format, struct_pb2
 from google.protobuf.descriptor import Descriptor
 from pydantic_core import to_jsonable_python
 
-from contextengine.client._json import json_number
+from contextengine.client import json_number
 from contextengine.v1 import content_pb2, event_pb2
 
 __all__ = ["event_from_proto", "event_to_proto", "state_from_struct", "state_to_struct"]

@@ -47,8 +47,7 @@ from google.protobuf import json_format, struct_pb2
 
 from contextengine.adk._backend import Backend, UsesBackend
 from contextengine.adk._convert import content_to_genai, content_to_proto
-from contextengine.client import ContextEngineError
-from contextengine.client._context_view import ContextViews
+from contextengine.client import ContextEngineError, ContextViews
 from contextengine.v1 import compaction_service_pb2 as kpb, context_service_pb2 as cpb
 
 if TYPE_CHECKING:

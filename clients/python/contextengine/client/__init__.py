@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from contextengine.client._client import ContextEngineClient, context_request
 from contextengine.client._context_tools import CONTEXT_TOOL_NAMES, ContextTools, struct_json
-from contextengine.client._context_view import ContextView
+from contextengine.client._context_view import ContextView, ContextViews
+from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
 from contextengine.client._rpc_errors import ContextEngineError
 
@@ -22,7 +23,9 @@ __all__ = [
     "ContextEngineError",
     "ContextTools",
     "ContextView",
+    "ContextViews",
     "context_request",
+    "json_number",
     "request_part",
     "struct_json",
 ]

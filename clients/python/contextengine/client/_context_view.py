@@ -16,7 +16,7 @@ delta's contents are appended). The held contents are correct whatever happens o
 rewind, a compaction, another sidecar, a restart): when they are no longer the first contents,
 the answer is a full one. A build that fails leaves what is held as it was.
 
-Make one view per (session, agent and view options). :class:`ContextViews` (for the ADK plugin)
+Make one view per (session, agent and view options). :class:`ContextViews` (the ADK plugin's)
 keeps a view per request's view, for the last ``max_views`` of them.
 """
 

@@ -23,7 +23,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from contextengine.client._json import json_number
+from contextengine.client import json_number
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     content_pb2,
