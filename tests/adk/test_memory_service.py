@@ -33,7 +33,7 @@ from contextengine.adk import (
     ContextEnginePlugin,
     ContextEngineSessionService,
 )
-from contextengine.client import RpcError
+from contextengine.client import ContextEngineError
 from contextengine.v1 import content_pb2, event_pb2, session_service_pb2 as spb
 
 pytestmark = pytest.mark.process
@@ -188,7 +188,7 @@ async def test_add_events_is_a_delta(
 async def test_unknown_session_is_an_rpc_error(
     memory: ContextEngineMemoryService, app_name: str
 ) -> None:
-    with pytest.raises(RpcError) as raised:
+    with pytest.raises(ContextEngineError) as raised:
         await memory.add_session_to_memory(_session(app_name, "missing", []))
     assert raised.value.code == grpc.StatusCode.NOT_FOUND
     assert raised.value.reason == "SESSION_NOT_FOUND"
@@ -312,7 +312,7 @@ async def test_a_sidecar_that_is_not_running() -> None:
         port = probe.getsockname()[1]
     memory = ContextEngineMemoryService(target=f"127.0.0.1:{port}", attempts=1, timeout=5.0)
     try:
-        with pytest.raises(RpcError) as raised:
+        with pytest.raises(ContextEngineError) as raised:
             await memory.search_memory(app_name="app", user_id=USER, query="anything")
         assert raised.value.code == grpc.StatusCode.UNAVAILABLE
         assert f"127.0.0.1:{port}" in raised.value.message

@@ -38,7 +38,7 @@ from contextengine.adk import (
     embedded_backend,
     sidecar_backend,
 )
-from contextengine.client import RpcError
+from contextengine.client import ContextEngineError
 from tests.adk.differential import quiet_adk
 from tests.adk.scripted import (
     ScriptedLlm,
@@ -221,7 +221,7 @@ async def test_ids_follow_the_engines_rule(
     without control characters, and the drop-in raises its INVALID_ID for another."""
     long_id = "x" * 257
     if services.kind in OURS:
-        with pytest.raises(RpcError) as caught:
+        with pytest.raises(ContextEngineError) as caught:
             await service.create_session(app_name=app_name, user_id="u1", session_id=long_id)
         assert caught.value.reason == "INVALID_ID"
     else:
@@ -679,7 +679,7 @@ async def test_a_sidecar_that_is_down_is_a_clear_error() -> None:
     service = ContextEngineSessionService(target=target, timeout=2.0, attempts=2)
     try:
         started = time.monotonic()
-        with pytest.raises(RpcError) as caught:
+        with pytest.raises(ContextEngineError) as caught:
             await service.create_session(app_name="app", user_id="u1")
         assert caught.value.code == grpc.StatusCode.UNAVAILABLE
         assert target in str(caught.value)

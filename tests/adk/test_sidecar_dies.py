@@ -1,9 +1,9 @@
 """The sidecar dies in the middle of an invocation (killed while the model is answering).
 
-The runner's loop fails with a clear error from the drop-ins (``RpcError`` UNAVAILABLE naming the
-address, not a hang), and a sidecar started again on the same file holds exactly the events it
-acknowledged: the earlier invocation whole, the interrupted invocation's user message, and no
-half-written model turn. The session object's next append after a new read goes on normally.
+The runner's loop fails with a clear error from the drop-ins (``ContextEngineError`` UNAVAILABLE
+naming the address, not a hang), and a sidecar started again on the same file holds exactly the
+events it acknowledged: the earlier invocation whole, the interrupted invocation's user message, and
+no half-written model turn. The session object's next append after a new read goes on normally.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from google.genai import types
 from pydantic import PrivateAttr
 
 from contextengine.adk import ContextEnginePlugin, ContextEngineSessionService, sidecar_backend
-from contextengine.client import RpcError
+from contextengine.client import ContextEngineError
 from tests.support.sidecar import Sidecar, running_sidecar
 
 pytestmark = pytest.mark.process
@@ -82,7 +82,7 @@ async def test_a_sidecar_killed_mid_invocation_fails_clearly_and_loses_nothing(
         ]
         assert answers == ["answer 1"]
 
-        with pytest.raises(RpcError) as caught:
+        with pytest.raises(ContextEngineError) as caught:
             async for _ in runner.run_async(
                 user_id=USER, session_id=session.id, new_message=_message("second")
             ):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from contextengine.adk import ContextEngineSessionService, sidecar_backend
-from contextengine.client import RpcError
+from contextengine.client import ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from tests.auth import certs
@@ -40,7 +40,7 @@ async def test_the_drop_ins_pass_token_and_certificates_through(tmp_path: Path) 
             session = await service.create_session(app_name="my-agent", user_id="u")
             got = await service.get_session(app_name="my-agent", user_id="u", session_id=session.id)
             assert got is not None
-            with pytest.raises(RpcError) as caught:
+            with pytest.raises(ContextEngineError) as caught:
                 await service.create_session(app_name="other-agent", user_id="u")
             assert caught.value.reason == "PERMISSION_DENIED"
         finally:
@@ -48,7 +48,7 @@ async def test_the_drop_ins_pass_token_and_certificates_through(tmp_path: Path) 
         backend = sidecar_backend(srv.target, token="wrong", **tls)
         service = ContextEngineSessionService(backend=backend)
         try:
-            with pytest.raises(RpcError) as caught:
+            with pytest.raises(ContextEngineError) as caught:
                 await service.create_session(app_name="my-agent", user_id="u")
             assert caught.value.reason == "TOKEN_INVALID"
             assert "wrong" not in backend.description

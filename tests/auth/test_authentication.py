@@ -13,7 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
@@ -93,10 +93,10 @@ async def test_no_token_reaches_a_log_line(
     caplog.set_level(logging.DEBUG)
     async with ContextEngineClient(server.target, attempts=1, token=SECRET) as reader:
         await reader.get_user_state("a", "u")
-        with pytest.raises(RpcError):
+        with pytest.raises(ContextEngineError):
             await reader.create_session("a", "u")
     async with ContextEngineClient(server.target, attempts=1, token=SECRET + "x") as stranger:
-        with pytest.raises(RpcError) as caught:
+        with pytest.raises(ContextEngineError) as caught:
             await stranger.get_user_state("a", "u")
     assert caught.value.reason == "TOKEN_INVALID"
     assert SECRET not in str(caught.value)
@@ -113,7 +113,7 @@ async def test_the_single_auth_token_is_admin_on_every_app() -> None:
             await admin.delete_memory("other-app", "u")
             assert (await admin.get_session("any-app", "u", session.id)).id == session.id
         async with ContextEngineClient(srv.target, attempts=1) as anonymous:
-            with pytest.raises(RpcError) as caught:
+            with pytest.raises(ContextEngineError) as caught:
                 await anonymous.get_user_state("any-app", "u")
         assert caught.value.reason == "UNAUTHENTICATED"
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from contextengine.auth import is_local_address
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.transport import server_edge
@@ -139,7 +139,7 @@ async def test_tokens_and_tls_work_on_a_unix_socket(socket_dir: Path) -> None:
         async with ContextEngineClient(srv.target, attempts=1, token="unix-token", **tls) as client:
             assert (await client.create_session("a", "u")).id
         async with ContextEngineClient(srv.target, attempts=1, **tls) as anonymous:
-            with pytest.raises(RpcError) as caught:
+            with pytest.raises(ContextEngineError) as caught:
                 await anonymous.create_session("a", "u")
             assert caught.value.reason == "UNAUTHENTICATED"
 

@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from contextengine.auth import RULES
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
@@ -191,7 +191,7 @@ async def test_app_and_user_scope_streams_are_allowed_with_a_full_grant(
 
 async def test_the_denial_names_what_was_needed(server: ContextEngineServer) -> None:
     async with ContextEngineClient(server.target, attempts=1, token="tok-read-a") as reader:
-        with pytest.raises(RpcError) as caught:
+        with pytest.raises(ContextEngineError) as caught:
             await reader.delete_session("a", "u", "s1")
     error = caught.value
     assert error.code == grpc.StatusCode.PERMISSION_DENIED

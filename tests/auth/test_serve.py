@@ -13,7 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from contextengine.auth import hash_token
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from tests.auth import certs
 from tests.service.helpers import text_event
 from tests.support.sidecar import START_TIMEOUT, Sidecar
@@ -91,19 +91,19 @@ apps = ["*"]
             health = health_pb2_grpc.HealthStub(anonymous.channel)
             reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=5)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
-            with pytest.raises(RpcError) as caught:
+            with pytest.raises(ContextEngineError) as caught:
                 await anonymous.create_session("billing", "u")
             assert caught.value.reason == "UNAUTHENTICATED"
         async with sidecar.client(WRITER) as agent:
             session = await agent.create_session("billing", "u")
             await agent.append_event("billing", "u", session.id, text_event("hi"))
-            with pytest.raises(RpcError) as caught:
+            with pytest.raises(ContextEngineError) as caught:
                 await agent.create_session("payroll", "u")
             assert caught.value.code == grpc.StatusCode.PERMISSION_DENIED
         async with sidecar.client(READER) as dashboard:
             got = await dashboard.get_session("billing", "u", session.id)
             assert [e.content.parts[0].text for e in got.events] == ["hi"]
-            with pytest.raises(RpcError) as caught:
+            with pytest.raises(ContextEngineError) as caught:
                 await dashboard.delete_session("billing", "u", session.id)
             assert caught.value.reason == "PERMISSION_DENIED"
         async with sidecar.client(ENV_ADMIN) as admin:

@@ -9,7 +9,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
@@ -26,8 +26,8 @@ async def _create(target: str, **options: object) -> str:
         return (await client.create_session("a", "u")).id
 
 
-async def _refused(target: str, **options: object) -> RpcError:
-    with pytest.raises(RpcError) as caught:
+async def _refused(target: str, **options: object) -> ContextEngineError:
+    with pytest.raises(ContextEngineError) as caught:
         await _create(target, **options)
     return caught.value
 

@@ -151,7 +151,7 @@ async def test_the_token_file_is_followed(tmp_path: Path, monkeypatch: pytest.Mo
     """Tokens added to or removed from the file take effect without a restart; a file that no
     longer loads keeps the previous tokens."""
     from contextengine.auth import _tokens
-    from contextengine.client import ContextEngineClient, RpcError
+    from contextengine.client import ContextEngineClient, ContextEngineError
     from contextengine.settings import ServerSettings
     from contextengine.testing import start_local_server
     from tests.auth.helpers import Token, write_tokens
@@ -163,7 +163,7 @@ async def test_the_token_file_is_followed(tmp_path: Path, monkeypatch: pytest.Mo
         async with ContextEngineClient(srv_target, attempts=1, token=token) as client:
             try:
                 await client.get_user_state("a", "u")
-            except RpcError as error:
+            except ContextEngineError as error:
                 return error.reason
             return "OK"
 

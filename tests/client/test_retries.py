@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.client._retries import ALL_METHODS, RETRYABLE_METHODS, is_retryable
 from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2, content_pb2, event_pb2
 
@@ -157,10 +157,10 @@ async def test_the_client_retries_exactly_the_declared_rpcs(
     target, handler = refusing
     async with ContextEngineClient(target, attempts=ATTEMPTS, timeout=10.0) as client:
         for name, call in CALLS.items():
-            with pytest.raises(RpcError) as raised:
+            with pytest.raises(ContextEngineError) as raised:
                 await call(client)
             assert raised.value.code == grpc.StatusCode.UNAVAILABLE, name
-        with pytest.raises(RpcError):
+        with pytest.raises(ContextEngineError):
             await client.delete_session("a", "u", "s2")  # without allow_missing: once
     expected = {name: ATTEMPTS if name in RETRYABLE_METHODS else 1 for name in CALLS}
     expected["SessionService/DeleteSession"] += 1

@@ -16,7 +16,7 @@ import grpc
 import pytest
 import yaml
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.v1 import content_pb2, event_pb2
 from tests.config.serving import START_TIMEOUT, serving
 
@@ -91,7 +91,7 @@ async def test_the_example_serves_the_agent_on_its_socket(tmp_path: Path) -> Non
         assert oct(sock.stat().st_mode & 0o777) == "0o660"  # unix_socket_mode of the file
         target = f"unix://{sock}"
         async with ContextEngineClient(target, attempts=1) as anonymous:
-            with pytest.raises(RpcError) as raised:
+            with pytest.raises(ContextEngineError) as raised:
                 await anonymous.create_session("app", "u", "s")
             assert raised.value.code == grpc.StatusCode.UNAUTHENTICATED
         async with ContextEngineClient(target, attempts=1, token=secret["agent-token"]) as agent:

@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.v1 import content_pb2, event_pb2
 from tests.config.serving import START_TIMEOUT, environment, serving
 
@@ -48,7 +48,7 @@ async def test_serve_runs_with_the_files_settings(tmp_path: Path) -> None:
         await client.wait_ready(START_TIMEOUT)
         await client.create_session("app", "u", "s")
         await client.append_event("app", "u", "s", _event(LIMIT // 2))
-        with pytest.raises(RpcError) as raised:
+        with pytest.raises(ContextEngineError) as raised:
             await client.append_event("app", "u", "s", _event(LIMIT + 1024))
         assert raised.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert raised.value.reason == "REQUEST_TOO_LARGE"

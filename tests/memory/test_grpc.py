@@ -11,7 +11,7 @@ import grpc
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.store import SessionKey, is_postgres_dsn
 from contextengine.testing import start_local_server
@@ -262,7 +262,7 @@ async def test_memory_config_validation(client: ContextEngineClient) -> None:
     ]
     for memory, field in bad:
         config = config_pb2.AppConfig(app_name="app", memory=memory)
-        with pytest.raises(RpcError) as err:
+        with pytest.raises(ContextEngineError) as err:
             await client.update_app_config(config)
         assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
         assert (err.value.reason, err.value.metadata["field"]) == ("INVALID_MEMORY_CONFIG", field)

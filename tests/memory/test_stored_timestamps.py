@@ -7,7 +7,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.memory.preload import format_timestamp
 from contextengine.store import SessionKey
 from contextengine.transport import ContextEngineServer
@@ -53,7 +53,7 @@ async def test_a_stored_bad_timestamp_does_not_fail_preload_or_search(
         [text_event("My cat is called Pixel", event_id="bad", timestamp=stamp)],
         None,
     )
-    with pytest.raises(RpcError) as refused:  # today's sidecar refuses such an append
+    with pytest.raises(ContextEngineError) as refused:  # today's sidecar refuses such an append
         await client.append_event(
             "app", "olga", old.id, text_event("My cat is old", timestamp=stamp)
         )

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.observability import JsonFormatter, use_log_format
 from contextengine.settings import ServerSettings
 from tests.observability.helpers import sidecar
@@ -60,7 +60,7 @@ async def test_rpc_lines_are_json_with_ids_and_no_secrets(
         await client.create_session(APP, USER, "s1")
         await client.append_event(APP, USER, "s1", text_event(CONTENT))
         await client.build_context(APP, USER, "s1")
-        with pytest.raises(RpcError) as missing:
+        with pytest.raises(ContextEngineError) as missing:
             await client.get_session(APP, USER, "nope")
         assert missing.value.code == grpc.StatusCode.NOT_FOUND
     text = rpc_log.getvalue()

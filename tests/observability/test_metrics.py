@@ -15,7 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.store import SessionKey
 from contextengine.subscriptions.broadcaster import EndReason, session_route
@@ -74,7 +74,7 @@ async def test_the_counters_match_a_scripted_workload(tmp_path: Path) -> None:
         await client.append_events(
             APP, USER, "s2", [text_event("a"), text_event("b", author="agent")]
         )
-        with pytest.raises(RpcError) as missing:
+        with pytest.raises(ContextEngineError) as missing:
             await client.append_event(APP, USER, "nope", text_event("lost"))
         assert missing.value.code == grpc.StatusCode.NOT_FOUND
 
@@ -231,7 +231,7 @@ async def test_refused_calls_are_counted_by_their_code(tmp_path: Path) -> None:
         sidecar(tmp_path / "ce.db", settings=settings) as server,
         ContextEngineClient(server.target, attempts=1) as anonymous,
     ):
-        with pytest.raises(RpcError) as refused:
+        with pytest.raises(ContextEngineError) as refused:
             await anonymous.create_session(APP, USER, "s1")
         assert refused.value.code == grpc.StatusCode.UNAUTHENTICATED
         samples = await scrape(server.ops_port)

@@ -14,7 +14,7 @@ import grpc
 import httpx
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.store import WriteTx
 from contextengine.store.memory import MemoryStore
@@ -62,11 +62,11 @@ async def test_readyz_fails_while_the_store_cannot_write(tmp_path: Path) -> None
         await client.create_session(APP, USER, "s1")
         await store.write(_limit_pages(4))
         free[0] = 0
-        refused: RpcError | None = None
+        refused: ContextEngineError | None = None
         for n in range(100):
             try:
                 await client.append_event(APP, USER, "s1", text_event(PADDING, event_id=f"e{n}"))
-            except RpcError as error:
+            except ContextEngineError as error:
                 refused = error
                 break
         assert refused is not None

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.v1 import compaction_service_pb2 as kpb, config_pb2
 from tests.observability.helpers import ScriptedSummarizer, sidecar
 from tests.service.helpers import text_event
@@ -127,7 +127,7 @@ async def test_an_error_is_recorded_on_the_span(
         sidecar(tmp_path / "ce.db", tracer_provider=provider) as server,
         ContextEngineClient(server.target, attempts=1) as client,
     ):
-        with pytest.raises(RpcError):
+        with pytest.raises(ContextEngineError):
             await client.append_event(APP, USER, "missing", text_event("x"))
     rpc = _one(exporter.get_finished_spans(), APPEND)
     assert (rpc.attributes or {})["rpc.grpc.status_code"] == grpc.StatusCode.NOT_FOUND.value[0]

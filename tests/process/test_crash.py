@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.events import payload_bytes
 from contextengine.v1 import event_pb2
 from tests.service.helpers import text_event
@@ -113,7 +113,7 @@ async def _writer(
             events = [ledger.new_event(f"{prefix}-{n}", with_delta=rng.random() < 0.7)]
         try:
             await _append(client, events)
-        except RpcError:
+        except ContextEngineError:
             if not killed.is_set():
                 raise
             ledger.cut_off.append(events)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.events import payload_bytes
 from contextengine.v1 import config_pb2, event_pb2
 from tests.service.helpers import text_event
@@ -104,7 +104,7 @@ async def _writer(
         for k, events in enumerate(calls):
             try:
                 await _append(client, session, events)
-            except RpcError:
+            except ContextEngineError:
                 if not killed.is_set():
                     raise
                 # This call and the invocation's later ones, to be replayed.
@@ -113,7 +113,7 @@ async def _writer(
             ledger.acknowledged.update(e.id for e in events)
         try:
             await client.end_invocation(APP, USER, session, invocation)
-        except RpcError:
+        except ContextEngineError:
             if not killed.is_set():
                 raise
             return
@@ -121,7 +121,7 @@ async def _writer(
 
 async def _subscriber(client: ContextEngineClient, ledger: Ledger, session: str) -> None:
     """Follows one session (or, with ``session`` "", the app) until the stream breaks."""
-    with contextlib.suppress(RpcError):
+    with contextlib.suppress(ContextEngineError):
         async for frame in client.subscribe_events(
             APP, USER if session else "", session, max_failures=1
         ):
@@ -138,7 +138,7 @@ async def _memory(client: ContextEngineClient, ledger: Ledger, killed: asyncio.E
             await client.add_session_to_memory(APP, USER, session)
             ledger.ingested.add(session)
             await client.search_memory(APP, USER, WORDS[n % len(WORDS)])
-        except RpcError as error:
+        except ContextEngineError as error:
             if killed.is_set():
                 return
             if error.reason != "SESSION_NOT_FOUND":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.v1 import config_pb2
 
 pytestmark = pytest.mark.service
@@ -52,7 +52,7 @@ async def test_invalid_compaction_config(
     config = config_pb2.AppConfig(
         app_name="app", events_compaction_config=config_pb2.EventsCompactionConfig(**fields)
     )
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.update_app_config(config)
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.reason == "INVALID_COMPACTION_CONFIG"
@@ -72,16 +72,16 @@ async def test_invalid_cache_config(
     client: ContextEngineClient, cache_config: config_pb2.ContextCacheConfig, field: str
 ) -> None:
     config = config_pb2.AppConfig(app_name="app", context_cache_config=cache_config)
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.update_app_config(config)
     assert err.value.reason == "INVALID_CACHE_CONFIG"
     assert err.value.metadata["field"] == f"config.context_cache_config.{field}"
 
 
 async def test_config_requires_app_name(client: ContextEngineClient) -> None:
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.update_app_config(config_pb2.AppConfig())
     assert err.value.reason == "MISSING_FIELD"
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.get_app_config("")
     assert err.value.reason == "MISSING_FIELD"

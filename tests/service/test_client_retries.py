@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.testing import start_local_server
 
 pytestmark = pytest.mark.service
@@ -50,7 +50,7 @@ async def test_a_down_sidecar_fails_within_the_deadline_however_many_attempts() 
         f"127.0.0.1:{_closed_port()}", attempts=1000, timeout=TIMEOUT
     ) as client:
         start = time.monotonic()
-        with pytest.raises(RpcError) as raised:
+        with pytest.raises(ContextEngineError) as raised:
             await client.get_session("app", "u", "s")
         took = time.monotonic() - start
     assert raised.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -60,7 +60,7 @@ async def test_a_down_sidecar_fails_within_the_deadline_however_many_attempts() 
 async def test_a_hung_sidecar_is_not_retried_past_the_deadline(silent_target: str) -> None:
     async with ContextEngineClient(silent_target, attempts=4, timeout=TIMEOUT) as client:
         start = time.monotonic()
-        with pytest.raises(RpcError) as raised:
+        with pytest.raises(ContextEngineError) as raised:
             await client.get_session("app", "u", "s")
         took = time.monotonic() - start
     assert raised.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
@@ -72,7 +72,7 @@ async def test_a_server_error_is_never_retried() -> None:
         start_local_server() as server,
         ContextEngineClient(server.target, attempts=4, timeout=TIMEOUT) as client,
     ):
-        with pytest.raises(RpcError) as raised:
+        with pytest.raises(ContextEngineError) as raised:
             await client.get_session("app", "u", "missing")
     assert raised.value.reason == "SESSION_NOT_FOUND"
 
@@ -82,6 +82,6 @@ async def test_a_compaction_deadline_overrides_the_clients() -> None:
         f"127.0.0.1:{_closed_port()}", attempts=1000, timeout=30.0
     ) as client:
         start = time.monotonic()
-        with pytest.raises(RpcError):
+        with pytest.raises(ContextEngineError):
             await client.compact("app", "u", "s", deadline_seconds=TIMEOUT)
     assert time.monotonic() - start < TIMEOUT + 0.3

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.settings import ServerSettings
 from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
@@ -31,9 +31,9 @@ async def small_server() -> AsyncIterator[ContextEngineServer]:
         yield server
 
 
-async def _append_error(client: ContextEngineClient, text_bytes: int) -> RpcError:
+async def _append_error(client: ContextEngineClient, text_bytes: int) -> ContextEngineError:
     session = await client.create_session(APP, USER)
-    with pytest.raises(RpcError) as raised:
+    with pytest.raises(ContextEngineError) as raised:
         await client.append_event(APP, USER, session.id, text_event("x" * text_bytes))
     return raised.value
 
@@ -82,7 +82,7 @@ async def test_a_response_too_large_for_the_client_is_not_the_requests_fault() -
         async with ContextEngineClient(
             server.target, attempts=1, max_message_bytes=40_000
         ) as reader:
-            with pytest.raises(RpcError) as raised:
+            with pytest.raises(ContextEngineError) as raised:
                 await reader.get_session(APP, USER, session.id)
     assert raised.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert raised.value.reason == ""

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.compaction.compactor import View
 from contextengine.compaction.summarizers.summarizer import (
     DEFAULT_PROMPT_TEMPLATE,
@@ -219,8 +219,10 @@ def context_request(**kwargs: object) -> cpb.BuildContextRequest:
     )
 
 
-async def expect_error(call: Awaitable[object], code: grpc.StatusCode, reason: str) -> RpcError:
-    with pytest.raises(RpcError) as err:
+async def expect_error(
+    call: Awaitable[object], code: grpc.StatusCode, reason: str
+) -> ContextEngineError:
+    with pytest.raises(ContextEngineError) as err:
         await call
     assert (err.value.code, err.value.reason) == (code, reason), err.value
     return err.value

@@ -8,7 +8,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.context import DEFAULT_OTHER_AGENT_PREAMBLE
 from contextengine.core.structs import dict_to_struct
 from contextengine.memory.service import Preload
@@ -232,8 +232,10 @@ async def test_bad_input(client: ContextEngineClient, conversation: str) -> None
             assert failure.metadata["field"] == field
 
 
-async def _reason(client: ContextEngineClient, request: cpb.BuildContextRequest) -> RpcError:
-    with pytest.raises(RpcError) as err:
+async def _reason(
+    client: ContextEngineClient, request: cpb.BuildContextRequest
+) -> ContextEngineError:
+    with pytest.raises(ContextEngineError) as err:
         await client.build_context(
             request.app_name,
             request.user_id,

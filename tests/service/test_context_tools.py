@@ -16,7 +16,7 @@ from openai.types.chat import ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam
 from pydantic import TypeAdapter
 
-from contextengine.client import ContextEngineClient, ContextTools, RpcError, struct_json
+from contextengine.client import ContextEngineClient, ContextEngineError, ContextTools, struct_json
 from contextengine.core.structs import dict_to_struct
 from contextengine.testing import start_local_server
 from contextengine.transport import ContextEngineServer
@@ -221,22 +221,22 @@ async def test_refusals_are_answers_the_model_reads(client: ContextEngineClient)
 
 async def test_the_callers_mistakes_are_statuses(client: ContextEngineClient) -> None:
     s = await session(client, "mistakes")
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await s.tools.call(content_pb2.FunctionCall(name="delete_everything"))
     assert (err.value.code, err.value.reason) == (
         grpc.StatusCode.INVALID_ARGUMENT,
         "UNKNOWN_CONTEXT_TOOL",
     )
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await s.tools.call(content_pb2.FunctionCall())
     assert err.value.reason == "MISSING_FIELD"
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.context_tools(APP, USER, "nope").call(
             content_pb2.FunctionCall(name="context_status")
         )
     assert err.value.reason == "SESSION_NOT_FOUND"
     await client.update_app_config(config_pb2.AppConfig(app_name=APP))
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await s.tools.call(content_pb2.FunctionCall(name="context_status"))
     assert (err.value.code, err.value.reason) == (
         grpc.StatusCode.FAILED_PRECONDITION,
@@ -247,7 +247,7 @@ async def test_the_callers_mistakes_are_statuses(client: ContextEngineClient) ->
         APP, USER, "mistakes", config_pb2.SessionConfig(context_tools=ON)
     )
     assert (await s.tools.run("context_status", {}))["ok"] is True
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.update_app_config(
             config_pb2.AppConfig(
                 app_name=APP,

@@ -8,7 +8,7 @@ import math
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.validate import MAX_TIMESTAMP
 from contextengine.v1 import content_pb2, event_pb2
 from tests.service.helpers import text_event
@@ -58,7 +58,7 @@ async def test_idempotent_append(client: ContextEngineClient, session_id: str) -
     assert replay.duplicate
     assert replay.event == first.event
     assert replay.last_sequence == 1
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.append_event(
             APP, "u1", session_id, text_event("changed", event_id="e1", timestamp=10.0)
         )
@@ -69,7 +69,7 @@ async def test_idempotent_append(client: ContextEngineClient, session_id: str) -
 
 async def test_expected_last_sequence(client: ContextEngineClient, session_id: str) -> None:
     await client.append_event(APP, "u1", session_id, text_event("a"), expected_last_sequence=0)
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.append_event(APP, "u1", session_id, text_event("b"), expected_last_sequence=0)
     assert err.value.code == grpc.StatusCode.ABORTED
     assert err.value.reason == "SEQUENCE_MISMATCH"
@@ -97,7 +97,7 @@ async def test_batch_append_is_atomic(client: ContextEngineClient, session_id: s
         text_event("b", event_id="new-1", state_delta={"k": 1}),
         text_event("c", event_id="taken", timestamp=2.0),  # conflicts with the recorded one
     ]
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.append_events(APP, "u1", session_id, batch)
     assert err.value.reason == "EVENT_ID_CONFLICT"
     session = await client.get_session(APP, "u1", session_id)
@@ -110,7 +110,7 @@ async def test_batch_append_is_atomic(client: ContextEngineClient, session_id: s
 
 
 async def test_batch_rejects_repeated_ids(client: ContextEngineClient, session_id: str) -> None:
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.append_events(
             APP, "u1", session_id, [text_event("a", event_id="x"), text_event("b", event_id="x")]
         )
@@ -184,9 +184,9 @@ async def test_out_of_range_timestamps_are_refused(
 ) -> None:
     await client.append_event(APP, "u1", session_id, text_event("kept", event_id="ok"))
     before = await client.get_session(APP, "u1", session_id)
-    with pytest.raises(RpcError) as single:
+    with pytest.raises(ContextEngineError) as single:
         await client.append_event(APP, "u1", session_id, text_event("bad", timestamp=stamp))
-    with pytest.raises(RpcError) as batch:
+    with pytest.raises(ContextEngineError) as batch:
         await client.append_events(
             APP, "u1", session_id, [text_event("fine"), text_event("bad", timestamp=stamp)]
         )
@@ -209,7 +209,7 @@ async def test_out_of_range_compaction_timestamps_are_refused(
     compaction = summary.actions.compaction
     compaction.start_timestamp, compaction.end_timestamp = 1.0, 2.0
     setattr(compaction, name, 1.7e12)
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.append_event(APP, "u1", session_id, summary)
     assert (err.value.code, err.value.reason) == (
         grpc.StatusCode.INVALID_ARGUMENT,

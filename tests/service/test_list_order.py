@@ -17,7 +17,7 @@ from google.adk.events.event_actions import EventActions
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.structs import dict_to_struct, struct_to_dict
 from contextengine.engine import Engine, EngineSettings, open_engine
 from contextengine.v1 import session_service_pb2 as pb
@@ -205,7 +205,7 @@ async def test_client_lists_in_either_order(client: ContextEngineClient) -> None
     assert [s.id async for s in client.list_sessions(APP, page_size=1)] == ["y", "z", "x"]
     page = await client.list_sessions_page(APP, "u1", page_size=1, order=BY_UPDATE)
     assert [s.id for s in page.sessions] == ["z"]
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.list_sessions_page(APP, page_token=page.next_page_token)
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.reason == "INVALID_PAGE_TOKEN"

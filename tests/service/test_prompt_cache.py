@@ -9,7 +9,7 @@ from typing import Any
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.prompt_cache import PromptPrefix, fingerprint
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
@@ -212,7 +212,7 @@ BAD_CACHE_CONFIGS: list[tuple[config_pb2.ContextCacheConfig, str]] = [
 async def test_bad_cache_config(
     client: ContextEngineClient, config: config_pb2.ContextCacheConfig, field: str
 ) -> None:
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.update_app_config(
             config_pb2.AppConfig(app_name=APP, context_cache_config=config)
         )
@@ -252,7 +252,7 @@ async def test_bad_model_input(
     await client.append_event(APP, "u", session.id, text_event("hi"))
     kwargs = dict(kwargs)
     invocation_id = kwargs.pop("invocation_id", "i1")
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await _context(client, session.id, invocation_id, **kwargs)
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.reason == reason

@@ -11,7 +11,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
-from contextengine.client import ContextEngineClient, RpcError, request_part
+from contextengine.client import ContextEngineClient, ContextEngineError, request_part
 from contextengine.core.render import DEFAULT_TEXTS
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import config_pb2, content_pb2, context_service_pb2 as cpb, event_pb2
@@ -220,7 +220,7 @@ async def test_bad_render_requests_are_refused(client: ContextEngineClient) -> N
             "render.since.items_digest",
         ),
     ):
-        with pytest.raises(RpcError) as caught:
+        with pytest.raises(ContextEngineError) as caught:
             await client.build_context(APP, "u", "bad", render=render)
         assert caught.value.reason == "INVALID_ARGUMENT"
         assert caught.value.metadata["field"] == field

@@ -9,7 +9,7 @@ from google.adk.events.event_actions import EventActions
 from google.adk.sessions._rewind_utils import compute_state_delta_for_rewind
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.structs import struct_to_dict
 from tests.service.helpers import text_event
 
@@ -71,15 +71,15 @@ async def test_rewind_matches_adk(client: ContextEngineClient, target: str) -> N
 async def test_rewind_unknown_invocation(client: ContextEngineClient) -> None:
     await client.create_session(APP, "u1", "s1")
     await client.append_event(APP, "u1", "s1", text_event("hi", invocation_id="i1"))
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.rewind_session(APP, "u1", "s1", "nope")
     assert err.value.code == grpc.StatusCode.NOT_FOUND
     assert err.value.reason == "INVOCATION_NOT_FOUND"
     assert err.value.metadata == {"invocation_id": "nope"}
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.rewind_session(APP, "u1", "s1", "")
     assert err.value.reason == "MISSING_FIELD"
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.rewind_session(APP, "u1", "missing", "i1")
     assert err.value.reason == "SESSION_NOT_FOUND"
     assert (await client.get_session(APP, "u1", "s1")).last_sequence == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.structs import struct_to_dict
 from tests.service.helpers import text_event
 
@@ -38,14 +38,14 @@ async def test_generated_session_id(client: ContextEngineClient) -> None:
 
 async def test_duplicate_create_is_already_exists(client: ContextEngineClient) -> None:
     await client.create_session(APP, "u1", "dup")
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.create_session(APP, "u1", "dup")
     assert err.value.code == grpc.StatusCode.ALREADY_EXISTS
     assert err.value.reason == "SESSION_ALREADY_EXISTS"
 
 
 async def test_unknown_session_is_not_found(client: ContextEngineClient) -> None:
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.get_session(APP, "u1", "nope")
     assert err.value.code == grpc.StatusCode.NOT_FOUND
     assert err.value.reason == "SESSION_NOT_FOUND"
@@ -106,10 +106,10 @@ async def test_delete_session(client: ContextEngineClient) -> None:
     await client.create_session(APP, "u1", "s1", state={"app:keep": True})
     await client.append_event(APP, "u1", "s1", text_event("hello"))
     assert await client.delete_session(APP, "u1", "s1") is True
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.get_session(APP, "u1", "s1")
     assert err.value.code == grpc.StatusCode.NOT_FOUND
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.delete_session(APP, "u1", "s1")
     assert err.value.reason == "SESSION_NOT_FOUND"
     assert await client.delete_session(APP, "u1", "s1", allow_missing=True) is False

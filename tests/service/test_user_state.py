@@ -19,8 +19,8 @@ from google.protobuf import message
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from contextengine.client import ContextEngineClient, RpcError
-from contextengine.core.errors import ContextEngineError
+from contextengine.client import ContextEngineClient, ContextEngineError
+from contextengine.core.errors import ContextEngineError as EngineError
 from contextengine.core.structs import dict_to_struct, struct_to_dict
 from contextengine.engine import Engine, EngineSettings, open_engine
 from contextengine.testing import start_local_server
@@ -57,7 +57,7 @@ class Api:
         if self._engine is not None:
             try:
                 return await getattr(self._engine, method)(request)
-            except ContextEngineError as err:
+            except EngineError as err:
                 raise RefusedError(err.code.name, err.reason, err.metadata.get("field")) from None
         rpc = "".join(part.title() for part in method.split("_"))
         try:
@@ -233,7 +233,7 @@ async def test_client_get_user_state(client: ContextEngineClient) -> None:
     got = await client.get_user_state(APP, "u1")
     assert got == {"count": 3, "ratio": 0.5, "list": [1, {"x": None}]}
     assert isinstance(got["count"], int)  # integral numbers come back as int, as on the server
-    with pytest.raises(RpcError) as err:
+    with pytest.raises(ContextEngineError) as err:
         await client.get_user_state(APP, "")
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert err.value.reason == "MISSING_FIELD"

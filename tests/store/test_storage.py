@@ -23,7 +23,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from tests.service.helpers import text_event
 from tests.support.sidecar import NOT_SERVING, SERVING, Sidecar, running_sidecar
 
@@ -126,13 +126,13 @@ async def test_a_full_disk_is_storage_full_and_writes_resume(tmp_path: Path) -> 
                 await client.create_session(APP, USER, SESSION)
                 _fill(filler, ROOM_BYTES)
                 acknowledged: list[str] = []
-                refused: RpcError | None = None
+                refused: ContextEngineError | None = None
                 for n in range(10_000):
                     try:
                         await client.append_event(
                             APP, USER, SESSION, text_event(PADDING, event_id=f"e{n}")
                         )
-                    except RpcError as error:
+                    except ContextEngineError as error:
                         refused = error
                         break
                     acknowledged.append(f"e{n}")
@@ -147,7 +147,7 @@ async def test_a_full_disk_is_storage_full_and_writes_resume(tmp_path: Path) -> 
                 _fill(disk / "filler2", 0)
                 # Reads go on; writes of every kind keep failing the same way.
                 assert await _stored(client) == acknowledged
-                with pytest.raises(RpcError) as again:
+                with pytest.raises(ContextEngineError) as again:
                     await client.append_events(
                         APP,
                         USER,

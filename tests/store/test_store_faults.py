@@ -18,8 +18,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from contextengine.client import ContextEngineClient, RpcError
-from contextengine.core.errors import Code, ContextEngineError
+from contextengine.client import ContextEngineClient, ContextEngineError
+from contextengine.core.errors import Code, ContextEngineError as EngineError
 from contextengine.settings import ServerSettings
 from contextengine.store import EventFilter, SessionKey
 from contextengine.store.sqlite import DatabaseLockedError, SqliteStore
@@ -137,11 +137,11 @@ async def test_a_full_store_fails_writes_and_recovers(tmp_path: Path) -> None:
         await store.write(_limit_pages(8))
         disk.fill()
         acknowledged: list[str] = []
-        refused: ContextEngineError | None = None
+        refused: EngineError | None = None
         for n in range(100):
             try:
                 await store.append_events(KEY, [_event(f"e{n}")], None)
-            except ContextEngineError as error:
+            except EngineError as error:
                 refused = error
                 break
             acknowledged.append(f"e{n}")
@@ -193,11 +193,11 @@ async def test_health_follows_the_store(tmp_path: Path) -> None:
             session = await client.create_session("app", "u1", "s1")
             await store.write(_limit_pages(4))
             disk.fill()
-            refused: RpcError | None = None
+            refused: ContextEngineError | None = None
             for n in range(100):
                 try:
                     await client.append_event("app", "u1", session.id, _event(f"e{n}"))
-                except RpcError as error:
+                except ContextEngineError as error:
                     refused = error
                     break
             assert refused is not None

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from contextengine.client import RpcError
+from contextengine.client import ContextEngineError
 from contextengine.client._rpc_errors import to_rpc_error
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, event_pb2, subscription_service_pb2 as spb
@@ -75,7 +75,7 @@ def has_kind(name: str) -> Callable[[list[Any]], bool]:
 
 async def read_to_error(
     call: grpc.aio.UnaryStreamCall[Any, T], seconds: float = 10.0
-) -> tuple[list[T], RpcError]:
+) -> tuple[list[T], ContextEngineError]:
     """Reads ``call`` to its end: the frames, and the error it ends with (fails if it ends OK)."""
     frames: list[T] = []
     try:
@@ -94,7 +94,9 @@ async def read_frame(call: grpc.aio.UnaryStreamCall[Any, T]) -> T:
     return frame  # type: ignore[return-value]  # grpc's stubs type read() as `object` (EOF | T)
 
 
-async def stream_error(call: grpc.aio.UnaryStreamCall[Any, Any], seconds: float = 10.0) -> RpcError:
+async def stream_error(
+    call: grpc.aio.UnaryStreamCall[Any, Any], seconds: float = 10.0
+) -> ContextEngineError:
     """The error ``call`` ends with."""
     _, error = await read_to_error(call, seconds)
     return error

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.v1 import subscription_service_pb2 as spb, subscription_service_pb2_grpc
 
 from .helpers import APP, SESSION, USER, message, stream_error
@@ -116,7 +116,7 @@ async def test_the_client_raises_bad_input_without_retrying(
     monkeypatch.setattr(stub, "SubscribeEvents", counting)
     stream = client.subscribe_events(APP, cursor="9" * 18)  # beyond the end of any log
     async with contextlib.aclosing(stream):
-        with pytest.raises(RpcError) as info:
+        with pytest.raises(ContextEngineError) as info:
             await anext(stream)
     assert info.value.reason == "INVALID_CURSOR"
     assert attempts == 1

@@ -9,7 +9,7 @@ from typing import Any
 import grpc
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.client._resumable import FollowPolicy, follow, is_resumable
 from contextengine.transport import ContextEngineServer
 
@@ -73,7 +73,7 @@ async def test_follow_resumes_until_the_stream_ends() -> None:
 async def test_follow_gives_up_after_max_failures_in_a_row() -> None:
     unavailable = failure(grpc.StatusCode.UNAVAILABLE)
     open_call, opened = scripted(*(FakeCall([], unavailable) for _ in range(5)))
-    with pytest.raises(RpcError) as info:
+    with pytest.raises(ContextEngineError) as info:
         [frame async for frame in follow(open_call, FAST)]
     assert info.value.code == grpc.StatusCode.UNAVAILABLE
     assert len(opened) == 3
@@ -83,15 +83,15 @@ async def test_follow_raises_other_errors_at_once() -> None:
     open_call, opened = scripted(FakeCall(["a"], failure(grpc.StatusCode.NOT_FOUND)))
     frames = follow(open_call, FAST)
     assert await anext(frames) == "a"
-    with pytest.raises(RpcError) as info:
+    with pytest.raises(ContextEngineError) as info:
         await anext(frames)
     assert info.value.code == grpc.StatusCode.NOT_FOUND
     assert len(opened) == 1
 
 
 def test_what_is_resumable() -> None:
-    def error(code: grpc.StatusCode, reason: str = "") -> RpcError:
-        return RpcError(code, "", reason, {})
+    def error(code: grpc.StatusCode, reason: str = "") -> ContextEngineError:
+        return ContextEngineError(code, "", reason, {})
 
     assert is_resumable(error(grpc.StatusCode.UNAVAILABLE, "SHUTTING_DOWN"))
     assert is_resumable(error(grpc.StatusCode.UNAVAILABLE))
@@ -108,7 +108,7 @@ async def test_a_server_that_is_gone_fails_after_max_failures() -> None:
     async with ContextEngineClient(f"127.0.0.1:{port}") as client:
         stream = client.subscribe_events(APP, USER, SESSION, max_failures=2)
         async with contextlib.aclosing(stream):
-            with pytest.raises(RpcError) as info:
+            with pytest.raises(ContextEngineError) as info:
                 await anext(stream)
     assert info.value.code == grpc.StatusCode.UNAVAILABLE
 

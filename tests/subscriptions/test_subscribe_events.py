@@ -6,7 +6,7 @@ import contextlib
 
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.transport import ContextEngineServer
 from contextengine.v1 import content_pb2, event_pb2, subscription_service_pb2 as spb
 
@@ -142,7 +142,7 @@ async def test_deleting_the_session_ends_its_stream(client: ContextEngineClient)
     async with contextlib.aclosing(stream):
         await take(stream, has_kind("caught_up"))
         await client.delete_session(APP, USER, SESSION)
-        with pytest.raises(RpcError) as info:
+        with pytest.raises(ContextEngineError) as info:
             await take(stream, lambda frames: False)
     assert info.value.reason == "SESSION_NOT_FOUND"
     assert info.value.code.name == "NOT_FOUND"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.core.structs import struct_to_dict
 from contextengine.v1 import subscription_service_pb2 as spb
 
@@ -103,6 +103,6 @@ async def test_deleting_the_session_ends_the_watch(client: ContextEngineClient) 
     async with contextlib.aclosing(stream):
         await take(stream, has_kind("snapshot"))
         await client.delete_session(APP, USER, SESSION)
-        with pytest.raises(RpcError) as info:
+        with pytest.raises(ContextEngineError) as info:
             await take(stream, lambda frames: False)
     assert info.value.reason == "SESSION_NOT_FOUND"

@@ -14,7 +14,7 @@ from typing import Any
 
 from google.protobuf import json_format, message
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.v1 import compaction_service_pb2 as kpb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "conformance"))
@@ -85,7 +85,7 @@ def _response(method: driver.Method, got: Any) -> message.Message:
 
 
 def _error(err: BaseException) -> dict[str, Any] | None:
-    if not isinstance(err, RpcError):
+    if not isinstance(err, ContextEngineError):
         return None
     fields = ("message", "reason", "metadata")
     return {"code": err.code.name} | {name: getattr(err, name) for name in fields}
@@ -133,7 +133,7 @@ class ClientHarness:
                 got = await tools.call(request.call, invocation_id=request.invocation_id)
             else:
                 got = await fn(**kwargs)
-        except RpcError as err:
+        except ContextEngineError as err:
             return {"error": _error(err)}
         return {"response": driver.to_json(_response(method, got))}
 

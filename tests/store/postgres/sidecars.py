@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.v1 import event_pb2, subscription_service_pb2 as spb
 from tests.service.helpers import text_event
 from tests.support.sidecar import Sidecar
@@ -102,7 +102,7 @@ class Writer:
     session_id: str
     prefix: str
     acknowledged: list[str] = field(default_factory=list)
-    failures: list[RpcError] = field(default_factory=list)
+    failures: list[ContextEngineError] = field(default_factory=list)
     #: sent, never acknowledged (the sidecar or the database went away mid-call)
     in_doubt: set[str] = field(default_factory=set)
 
@@ -130,7 +130,7 @@ class Writer:
             while True:
                 try:
                     await self.target.append_event(APP, self.user_id, self.session_id, event)
-                except RpcError as error:
+                except ContextEngineError as error:
                     self.failures.append(error)
                     self.in_doubt.add(event.id)
                     if not retry:

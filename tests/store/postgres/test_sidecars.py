@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from google.protobuf.json_format import MessageToDict
 
-from contextengine.client import RpcError
+from contextengine.client import ContextEngineError
 from contextengine.engine import EngineSettings, open_engine
 from contextengine.v1 import config_pb2, context_service_pb2 as cpb
 from tests.service.helpers import text_event
@@ -166,7 +166,7 @@ async def test_compaction_single_flight_and_configuration_across_sidecars(
             await ca.create_session(APP, "u", session)
             await _invocations(ca, "u", session, 3, session)
         # B reads, and caches, the app's configuration while there is none.
-        with pytest.raises(RpcError) as info:
+        with pytest.raises(ContextEngineError) as info:
             await cb.compact(APP, "u", sessions[0])
         assert info.value.reason == "COMPACTION_NOT_CONFIGURED"
         plain = await cb.build_context(APP, "u", sessions[0], agent_name="writer")

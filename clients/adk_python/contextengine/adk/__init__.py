@@ -7,8 +7,8 @@ the engine embedded in process (``db=``, a SQLite file or ``:memory:``), with on
     sessions = ContextEngineSessionService(db="agent.db")
 
 ``backend=`` shares one backend (:func:`sidecar_backend` / :func:`embedded_backend`) between the
-drop-ins. Errors of the engine are :class:`contextengine.client.RpcError` (code and ErrorInfo
-reason) in both modes, mapped to ADK's own exceptions where ADK's services raise one.
+drop-ins. Errors of the engine are :class:`contextengine.client.ContextEngineError` (code and
+ErrorInfo reason) in both modes, mapped to ADK's own exceptions where ADK's services raise one.
 """
 
 from __future__ import annotations

@@ -9,10 +9,11 @@ A backend answers the engine's RPCs, taking and returning the proto request and 
 - :func:`~contextengine.adk._embedded.embedded_backend`: the in-process engine
   (``contextengine.engine``, from the server distribution) on a SQLite file or ``:memory:``.
 
-Errors: every failure the engine reports is raised as :class:`contextengine.client.RpcError`, in
-both modes, with the gRPC status ``code`` and the ErrorInfo ``reason`` (``SESSION_NOT_FOUND``,
-``SEQUENCE_MISMATCH``, ...) a gRPC caller gets; the embedded backend converts the engine's
-``ContextEngineError`` into it. The drop-ins map reasons to ADK's own exceptions.
+Errors: every failure the engine reports is raised as
+:class:`contextengine.client.ContextEngineError`, in both modes, with the gRPC status ``code`` and
+the ErrorInfo ``reason`` (``SESSION_NOT_FOUND``, ``SEQUENCE_MISMATCH``, ...) a gRPC caller gets; the
+embedded backend converts the engine's ``ContextEngineError`` (``contextengine.engine``'s, a class
+of its own) into it. The drop-ins map reasons to ADK's own exceptions.
 
 Both backends connect (or open the engine) lazily, on their first call, so that the drop-ins can
 be made outside a running event loop as ADK's services are; ``aclose()`` releases what was opened

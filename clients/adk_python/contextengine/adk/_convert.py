@@ -26,7 +26,6 @@ State dicts (``Struct``) follow the same number rule.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +35,7 @@ from google.protobuf import json_format, struct_pb2
 from google.protobuf.descriptor import Descriptor
 from pydantic_core import to_jsonable_python
 
+from contextengine.client import json_number
 from contextengine.v1 import content_pb2, event_pb2
 
 __all__ = ["event_from_proto", "event_to_proto", "state_from_struct", "state_to_struct"]
@@ -43,7 +43,6 @@ __all__ = ["event_from_proto", "event_to_proto", "state_from_struct", "state_to_
 _JSON_VALUES = frozenset(
     {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
 )
-_EXACT_INTEGERS = 2**53
 
 
 def event_to_proto(event: Event) -> event_pb2.Event:
@@ -133,10 +132,7 @@ def _restored(descriptor: Descriptor, value: Any) -> Any:
 
 def _integers(value: Any) -> Any:
     if isinstance(value, float):
-        integral = value.is_integer() and abs(value) < _EXACT_INTEGERS
-        if integral and not (value == 0.0 and math.copysign(1.0, value) < 0.0):
-            return int(value)
-        return value
+        return json_number(value)
     if isinstance(value, dict):
         return {key: _integers(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -2,8 +2,9 @@
 or ``:memory:``. The only module of ``contextengine.adk`` that imports the server distribution,
 and only when an embedded backend is first used (``pip install contextengine-adk[embedded]``).
 
-The engine's ``ContextEngineError`` is raised as :class:`contextengine.client.RpcError` with the
-status code and reason a sidecar would send, so the drop-ins see one error type in both modes.
+The engine's ``ContextEngineError`` (``contextengine.engine``) is raised as the client's
+:class:`contextengine.client.ContextEngineError` with the status code and reason a sidecar would
+send, so the drop-ins see one error type in both modes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
-from contextengine.client import RpcError
+from contextengine.client import ContextEngineError
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     context_service_pb2 as cpb,
@@ -65,14 +66,14 @@ class EmbeddedBackend:
             return self._engine
 
     async def _run(self, call: Callable[[Engine], Awaitable[T]]) -> T:
-        from contextengine.engine import ContextEngineError
+        from contextengine.engine import ContextEngineError as EngineError
 
         engine = await self.engine()
         try:
             return await call(engine)
-        except ContextEngineError as err:
+        except EngineError as err:
             code = grpc.StatusCode[err.code.value]
-            raise RpcError(code, err.message, err.reason, err.metadata) from None
+            raise ContextEngineError(code, err.message, err.reason, err.metadata) from None
 
     async def create_session(self, request: spb.CreateSessionRequest) -> spb.CreateSessionResponse:
         return await self._run(lambda e: e.create_session(request))

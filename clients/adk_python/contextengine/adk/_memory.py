@@ -10,7 +10,7 @@ What differs from ADK's own memory services, on purpose:
 
 - ``add_session_to_memory`` adds the session *as the engine stores it* (the events the session
   service appended, rewound turns left out), not the ``Session`` object's copy of its events; a
-  session the engine does not have raises :class:`contextengine.client.RpcError`
+  session the engine does not have raises :class:`contextengine.client.ContextEngineError`
   (NOT_FOUND / ``SESSION_NOT_FOUND``).
 - ``add_events_to_memory`` needs ``session_id`` (the engine's memories belong to a session);
   events the engine's session does not hold (by id) are skipped, as are events without text.

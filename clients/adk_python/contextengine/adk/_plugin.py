@@ -11,7 +11,7 @@ Add it to the ``Runner`` (``plugins=[ContextEnginePlugin(backend=...)]``) next t
   include_thoughts_from_other_agents`` and the invocation's user content. The engine applies
   rewinds, compaction summaries and, when the app configures a token threshold, compacts first.
   The plugin keeps each (session, agent) view's last contents and asks only for those added
-  since (``BuildContextRequest.since``; ``ContextFollower``), so the wire carries what changed.
+  since (``BuildContextRequest.since``; ``ContextViews``), so the wire carries what changed.
 - **Prompt caching**, when the engine's app configuration has a ``context_cache_config``: the
   engine's ``CacheDecision`` is applied as ADK's Gemini cache manager would apply its own. The
   response of the call records ``cache_metadata`` (the next decision is made from it); a reused
@@ -47,7 +47,7 @@ from google.protobuf import json_format, struct_pb2
 
 from contextengine.adk._backend import Backend, UsesBackend
 from contextengine.adk._convert import content_to_genai, content_to_proto
-from contextengine.client import ContextFollower, RpcError
+from contextengine.client import ContextEngineError, ContextViews
 from contextengine.v1 import compaction_service_pb2 as kpb, context_service_pb2 as cpb
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class ContextEnginePlugin(UsesBackend, BasePlugin):
         #: the last contents of the last ``context_views`` (session, agent view)s, so that a
         #: model call asks only for the contents added since the previous one (0: none kept)
         self._contexts = (
-            ContextFollower(self._backend.build_context, max_views=context_views)
+            ContextViews(self._backend.build_context, max_views=context_views)
             if context_views > 0
             else None
         )
@@ -211,10 +211,10 @@ class ContextEnginePlugin(UsesBackend, BasePlugin):
         transient = _memory_preloads(agent, llm_request)
         try:
             if self._contexts is not None:
-                response = await self._contexts.follow(request)
+                response = await self._contexts.build(request)
             else:
                 response = await self._backend.build_context(request)
-        except RpcError as err:
+        except ContextEngineError as err:
             if err.reason != "SESSION_NOT_FOUND":
                 raise
             raise ValueError(

@@ -3,11 +3,11 @@
 Behaviour is ADK's (its ``SqliteSessionService`` where ADK's services differ):
 
 - ``create_session``: the state is split by scope by the engine (``app:`` / ``user:`` keys update
-  the app and user state, ``temp:`` keys are dropped); an id is stripped of surrounding
-  whitespace, and made with ADK's ``platform.uuid`` when none is given; an id in use raises
+  the app and user state, ``temp:`` keys are dropped); an id is stripped of surrounding whitespace,
+  and made with ADK's ``platform.uuid`` when none is given; an id in use raises
   ``AlreadyExistsError``. Ids follow the engine's rule (at most 256 characters, no control
-  characters): a create with another id is refused (``RpcError``, ``INVALID_ID``) where ADK's
-  services would accept it.
+  characters): a create with another id is refused (``ContextEngineError``, ``INVALID_ID``) where
+  ADK's services would accept it.
 - ``get_session``: ``None`` for a missing session; ``GetSessionConfig.num_recent_events`` and
   ``after_timestamp`` (``timestamp >= after_timestamp``) filter the events, combined. Events are
   in append order, as ADK's in-memory service keeps them and the Runner saw them (the one point
@@ -60,7 +60,7 @@ from contextengine.adk._convert import (
     state_to_struct,
 )
 from contextengine.adk._event_cache import EventCache
-from contextengine.client import RpcError
+from contextengine.client import ContextEngineError
 from contextengine.v1 import session_pb2, session_service_pb2 as spb
 
 try:  # google-adk exports it from google.adk.errors
@@ -135,7 +135,7 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
         )
         try:
             response = await self._backend.create_session(request)
-        except RpcError as err:
+        except ContextEngineError as err:
             if err.reason == "SESSION_ALREADY_EXISTS":
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.") from err
             raise
@@ -165,7 +165,7 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
             request.after_sequence = kept.last_sequence
         try:
             response = await self._backend.get_session(request)
-        except RpcError as err:
+        except ContextEngineError as err:
             # An id the engine refuses (empty, too long, control characters) names no session.
             if err.reason == "SESSION_NOT_FOUND" or err.is_invalid_id("session_id"):
                 self._events.delete(key)
@@ -207,7 +207,7 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
         )
         try:
             await self._backend.delete_session(request)
-        except RpcError as err:
+        except ContextEngineError as err:
             if not err.is_invalid_id("session_id"):
                 raise
 
@@ -236,7 +236,7 @@ class ContextEngineSessionService(UsesBackend, BaseSessionService):
             try:
                 response = await self._backend.append_event(request)
                 break
-            except RpcError as err:
+            except ContextEngineError as err:
                 if err.reason == "SESSION_NOT_FOUND":
                     raise SessionNotFoundError(f"Session {session.id} not found.") from err
                 if err.reason != "SEQUENCE_MISMATCH" or expected is None:

@@ -1,11 +1,11 @@
 """The sidecar backend: a contextengine sidecar at a gRPC address, through the Python client
-(:class:`contextengine.client.ContextEngineClient`: one deadline per call, safe calls retried
-after UNAVAILABLE, failures raised as :class:`contextengine.client.RpcError` with the ErrorInfo
+(:class:`contextengine.client.ContextEngineClient`: one deadline per call, safe calls retried after
+UNAVAILABLE, failures raised as :class:`contextengine.client.ContextEngineError` with the ErrorInfo
 reason).
 
 The client (and its channel) is made on the first call, inside the running event loop. A sidecar
-that cannot be reached is reported as an ``RpcError`` with code UNAVAILABLE, no reason, and a
-message naming the address.
+that cannot be reached is reported as a ``ContextEngineError`` with code UNAVAILABLE, no reason, and
+a message naming the address.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf import json_format, struct_pb2
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     context_service_pb2 as cpb,
@@ -60,9 +60,9 @@ class SidecarBackend:
     async def _run(self, call: Callable[[ContextEngineClient], Awaitable[T]]) -> T:
         try:
             return await call(self.client())
-        except RpcError as err:
+        except ContextEngineError as err:
             if err.code == grpc.StatusCode.UNAVAILABLE and not err.reason:
-                raise RpcError(
+                raise ContextEngineError(
                     err.code,
                     f"the {self.description} is not reachable ({err.message})",
                     err.reason,

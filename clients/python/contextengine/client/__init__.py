@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from contextengine.client._client import ContextEngineClient, context_request
 from contextengine.client._context_tools import CONTEXT_TOOL_NAMES, ContextTools, struct_json
-from contextengine.client._follower import ContextFollower
+from contextengine.client._context_view import ContextView, ContextViews
+from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
-from contextengine.client._rpc_errors import RpcError
+from contextengine.client._rpc_errors import ContextEngineError
 
 __all__ = [
     "CONTEXT_TOOL_NAMES",
     "ContextEngineClient",
-    "ContextFollower",
+    "ContextEngineError",
     "ContextTools",
-    "RpcError",
+    "ContextView",
+    "ContextViews",
     "context_request",
+    "json_number",
     "request_part",
     "struct_json",
 ]

@@ -4,14 +4,14 @@
         session = await ce.create_session("my-app", "user-1")
         await ce.append_event("my-app", "user-1", session.id, event)
 
-Every call has one deadline (``timeout``) that covers the whole call, retries and backoff
-included. Calls that are safe to repeat are retried with backoff after UNAVAILABLE, and only then:
-every read, idempotent writes (configurations, memory deletes, a session delete with
-``allow_missing``), and appends, which are idempotent because the client gives each event an id
-(and a timestamp) before the first attempt; the TypeScript and Java clients follow the same rule.
-Which calls those are is declared once, in the protos (each method's ``idempotency_level``), and
-read from the generated descriptors (``_retries``).
-Errors are raised as :class:`RpcError` with the gRPC code and the server's ``ErrorInfo`` reason.
+Every call has one deadline (``timeout``) that covers the whole call, retries and backoff included.
+Calls that are safe to repeat are retried with backoff after UNAVAILABLE, and only then: every read,
+idempotent writes (configurations, memory deletes, a session delete with ``allow_missing``), and
+appends, which are idempotent because the client gives each event an id (and a timestamp) before the
+first attempt; the TypeScript and Java clients follow the same rule. Which calls those are is
+declared once, in the protos (each method's ``idempotency_level``), and read from the generated
+descriptors (``_retries``). Errors are raised as :class:`ContextEngineError` with the gRPC code and
+the server's ``ErrorInfo`` reason.
 
 Streams (``subscribe_events``, ``watch_session_state``) have no deadline. They resubscribe by
 themselves, from the last cursor received, when the server shuts down, the connection is lost or
@@ -32,11 +32,12 @@ import grpc
 from google.protobuf import struct_pb2
 
 from contextengine.client._context_tools import ContextTools
-from contextengine.client._follower import ContextFollower
+from contextengine.client._context_view import ContextView
+from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
 from contextengine.client._resumable import FollowPolicy, follow
 from contextengine.client._retries import is_retryable
-from contextengine.client._rpc_errors import RpcError, to_rpc_error
+from contextengine.client._rpc_errors import ContextEngineError, to_rpc_error
 from contextengine.client._security import open_channel
 from contextengine.client._timeouts import within
 from contextengine.v1 import (
@@ -58,7 +59,7 @@ from contextengine.v1 import (
     subscription_service_pb2_grpc,
 )
 
-__all__ = ["ContextEngineClient", "RpcError", "context_request"]
+__all__ = ["ContextEngineClient", "ContextEngineError", "context_request"]
 
 #: the server's heartbeat interval when a request leaves it to the server
 _SERVER_HEARTBEAT_SECONDS = 15.0
@@ -445,7 +446,7 @@ class ContextEngineClient:
         running the token-threshold compaction first. ``since`` (the count and digest of
         contents held from an earlier answer) asks for only the contents after them when they
         are still the first ones: the raw answer is returned, ``base_contents_count`` says how
-        many held ones come first (0: all are in ``contents``); :meth:`context_follower` holds
+        many held ones come first (0: all are in ``contents``); :meth:`context_view` holds
         and reassembles them. ``render`` asks for the context as another provider's request
         part instead of ``contents`` (``rendered``; :meth:`render_context` gives it as the
         provider's own request part)."""
@@ -499,10 +500,14 @@ class ContextEngineClient:
             lambda t: self._contexts.BuildContext(request, timeout=t), "ContextService/BuildContext"
         )
 
-    def context_follower(self, *, max_views: int = 64) -> ContextFollower:
-        """A :class:`ContextFollower` over this client: BuildContext answers with only the
-        contents that changed on the wire, reassembled, for the last ``max_views`` views."""
-        return ContextFollower(self.send_build_context, max_views=max_views)
+    def context_view(
+        self, app_name: str, user_id: str, session_id: str, **options: Any
+    ) -> ContextView:
+        """A :class:`ContextView` of the session, the agent and the view options
+        (:meth:`build_context`'s ``options``): its ``build()`` sends ``since`` with the contents
+        of its last answer and returns the whole contents, while only the new ones cross the
+        wire."""
+        return ContextView(self.send_build_context, app_name, user_id, session_id, **options)
 
     # Memory --------------------------------------------------------------------------------
 
@@ -1022,7 +1027,7 @@ def _struct(data: Mapping[str, Any]) -> struct_pb2.Struct:
 
 
 def _plain(struct: struct_pb2.Struct) -> dict[str, Any]:
-    """``struct`` as JSON values, integral numbers as ``int`` (below 2**53), as the server's own
+    """``struct`` as JSON values, numbers as :func:`json_number` makes them, as the server's own
     conversion does."""
     return {key: _plain_value(value) for key, value in struct.fields.items()}
 
@@ -1030,10 +1035,7 @@ def _plain(struct: struct_pb2.Struct) -> dict[str, Any]:
 def _plain_value(value: struct_pb2.Value) -> Any:
     kind = value.WhichOneof("kind")
     if kind == "number_value":
-        number = value.number_value
-        if number.is_integer() and abs(number) < 2**53:
-            return int(number)
-        return number
+        return json_number(value.number_value)
     if kind == "string_value":
         return value.string_value
     if kind == "bool_value":

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from google.protobuf import json_format, struct_pb2
 
+from contextengine.client._json import json_number
 from contextengine.v1 import content_pb2, context_tools_service_pb2 as tpb
 
 if TYPE_CHECKING:
@@ -128,15 +129,15 @@ class ContextTools:
 
 
 def struct_json(struct: struct_pb2.Struct) -> dict[str, Any]:
-    """A protobuf ``Struct`` as JSON values, whole numbers as ``int``: a Struct holds every
-    number as a double, and a model reads ``12`` better than ``12.0``."""
+    """A protobuf ``Struct`` as JSON values, whole numbers as ``int`` (:func:`json_number`): a
+    Struct holds every number as a double, and a model reads ``12`` better than ``12.0``."""
     result: dict[str, Any] = _whole(json_format.MessageToDict(struct))
     return result
 
 
 def _whole(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
+    if isinstance(value, float):
+        return json_number(value)
     if isinstance(value, dict):
         return {key: _whole(item) for key, item in value.items()}
     if isinstance(value, list):

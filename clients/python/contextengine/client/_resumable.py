@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
-from contextengine.client._rpc_errors import RpcError, to_rpc_error
+from contextengine.client._rpc_errors import ContextEngineError, to_rpc_error
 from contextengine.client._timeouts import within
 
 T = TypeVar("T")
@@ -44,7 +44,7 @@ class FollowPolicy:
     max_backoff_seconds: float = 2.0
 
 
-def is_resumable(error: RpcError) -> bool:
+def is_resumable(error: ContextEngineError) -> bool:
     return error.code in _RESUMABLE_CODES or error.reason in _RESUMABLE_REASONS
 
 
@@ -52,7 +52,7 @@ async def follow(
     open_call: Callable[[], grpc.aio.UnaryStreamCall[Any, T]], policy: FollowPolicy
 ) -> AsyncGenerator[T, None]:
     """The frames of the streams ``open_call`` opens: it is called again for every new stream.
-    Ends when a stream ends normally; raises ``RpcError`` when it fails for good."""
+    Ends when a stream ends normally; raises ``ContextEngineError`` when it fails for good."""
     if policy.max_failures < 1:
         raise ValueError("max_failures must be at least 1")
     failures = 0
@@ -64,7 +64,7 @@ async def follow(
                 try:
                     frame = await within(call.read(), policy.idle_seconds)
                 except TimeoutError:
-                    error = RpcError(
+                    error = ContextEngineError(
                         grpc.StatusCode.DEADLINE_EXCEEDED,
                         f"nothing received for {policy.idle_seconds} s",
                         "",

@@ -15,7 +15,7 @@ from grpc_status import rpc_status
 _TRANSPORT_TOO_LARGE = re.compile(r"(Received|Sent) message larger than max \((\d+) vs\. (\d+)\)")
 
 
-class RpcError(Exception):
+class ContextEngineError(Exception):
     """A failed call: the gRPC ``code``, the ``ErrorInfo`` ``reason`` ('' when the failure came
     from the transport) and its ``metadata``."""
 
@@ -58,7 +58,9 @@ def transport_too_large(
     return {"request_bytes": str(size), "transport_limit_bytes": str(bound), "refused_by": side}
 
 
-async def to_rpc_error(err: grpc.aio.AioRpcError, receive_limit: int | None = None) -> RpcError:
+async def to_rpc_error(
+    err: grpc.aio.AioRpcError, receive_limit: int | None = None
+) -> ContextEngineError:
     """``err`` with the server's ErrorInfo; grpc's own refusal of an oversized request becomes
     ``REQUEST_TOO_LARGE`` too (see errors.proto), given the client's ``receive_limit``."""
     reason = ""
@@ -80,4 +82,4 @@ async def to_rpc_error(err: grpc.aio.AioRpcError, receive_limit: int | None = No
         too_large = transport_too_large(err.code(), message, receive_limit)
         if too_large is not None:
             reason, metadata = "REQUEST_TOO_LARGE", too_large
-    return RpcError(err.code(), message, reason, metadata)
+    return ContextEngineError(err.code(), message, reason, metadata)

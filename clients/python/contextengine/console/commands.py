@@ -31,7 +31,7 @@ from google.protobuf.message import Message
 from rich.console import Group
 from rich.text import Text
 
-from contextengine.client import ContextEngineClient, RpcError
+from contextengine.client import ContextEngineClient, ContextEngineError
 from contextengine.console import render
 from contextengine.console.output import Output
 from contextengine.v1 import (
@@ -89,7 +89,7 @@ class CommandError(click.ClickException):
             click.echo(f"hint: {self.hint}", file=stream)
 
 
-def _hint(error: RpcError, target: str) -> str:
+def _hint(error: ContextEngineError, target: str) -> str:
     code, reason = error.code.name, error.reason
     if code == "UNAVAILABLE":
         return (
@@ -116,7 +116,7 @@ def _hint(error: RpcError, target: str) -> str:
     return ""
 
 
-def _rpc_failure(error: RpcError, target: str) -> CommandError:
+def _rpc_failure(error: ContextEngineError, target: str) -> CommandError:
     reason = f" {error.reason}" if error.reason else ""
     message = error.message or "(no message)"
     if error.code.name == "UNAVAILABLE":
@@ -278,7 +278,7 @@ _json_option = click.option(
 
 
 def _run(conn: Connection, work: Callable[[ContextEngineClient], Awaitable[T]]) -> T:
-    """Runs ``work`` with a client of ``conn``; an RpcError becomes a CommandError."""
+    """Runs ``work`` with a client of ``conn``; an ContextEngineError becomes a CommandError."""
 
     async def go() -> T:
         async with conn.client() as client:
@@ -286,7 +286,7 @@ def _run(conn: Connection, work: Callable[[ContextEngineClient], Awaitable[T]]) 
 
     try:
         return asyncio.run(go())
-    except RpcError as error:
+    except ContextEngineError as error:
         raise _rpc_failure(error, conn.target) from None
 
 

@@ -23,6 +23,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from contextengine.client import json_number
 from contextengine.v1 import (
     compaction_service_pb2 as kpb,
     content_pb2,
@@ -86,13 +87,14 @@ def clip(text: str, width: int = LINE_CHARS) -> str:
 
 def plain(value: Any) -> Any:
     """A Struct (or one of its values) as plain data, keys sorted at every depth and integral
-    numbers as ints (a Struct holds every number as a float): stable, readable lines."""
+    numbers as ints (:func:`json_number`; a Struct holds every number as a float): stable,
+    readable lines."""
     if isinstance(value, struct_pb2.Struct):
         return {key: plain(value[key]) for key in sorted(value.keys())}
     if isinstance(value, struct_pb2.ListValue):
         return [plain(item) for item in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+    if isinstance(value, float):
+        return json_number(value)
     return value
 
 
