@@ -11,6 +11,8 @@ from contextengine.client import json_number, struct_json
 from contextengine.console.render import plain
 from contextengine.core.structs import json_number as server_json_number
 
+pytestmark = pytest.mark.unit
+
 CASES = [0.0, -0.0, 1.0, -3.0, 2.5, 1e20, 2.0**53 - 1, 2.0**53, -(2.0**53), math.inf, math.nan]
 
 
