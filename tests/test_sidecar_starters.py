@@ -36,16 +36,12 @@ STARTERS = {
 }
 
 #: Python files that start ``serve`` themselves, by the end of their path (the tests/ folder's
-#: layout may change around them): what they test is the command line itself, or what the
-#: starter cannot do yet.
+#: layout may change around them): what they test is the command line itself.
 EXCEPTIONS = {
     "config/test_serve_config.py": "serve from a config file alone; a bad file's exit status",
     "config/serving.py": "serve with only a config file's settings, as an operator runs it",
     "config/test_event_loop.py": "serve refused at start (uvloop missing): its exit and message",
     "test_startup_imports.py": "not a sidecar: `serve --help` in a child Python, for its imports",
-    "compaction/test_cli_gemini.py": "GEMINI_API_KEY in its environment: no env option yet",
-    "console/helpers.py": "restarts on one fixed port the console reconnects to",
-    "subscriptions/stalled_rss.py": "a measuring script: serve flags from its command line",
 }
 
 #: what is scanned: (folder, file endings)
@@ -200,7 +196,7 @@ def test_what_is_not_a_starter(tmp_path: Path, relative: str, source: str) -> No
 
 def test_the_starters_and_the_exceptions_are_allowed(tmp_path: Path) -> None:
     launch = 'subprocess.run(["contextengine", "serve"])\n'
-    planted = [*STARTERS.values(), "tests/elsewhere/console/helpers.py"]
+    planted = [*STARTERS.values(), "tests/elsewhere/config/serving.py"]
     for relative in planted:
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)

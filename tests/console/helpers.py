@@ -1,5 +1,5 @@
-"""The pieces of the console tests: a real ``contextengine serve`` out of process (stopped with
-SIGTERM), the CLI run in this process (stdout and stderr captured, plain text, 120 columns) or as
+"""The pieces of the console tests: a real ``contextengine serve`` out of process (the one
+starter, ``SidecarProcess``, stopped with SIGTERM), the CLI run in this process (stdout and stderr captured, plain text, 120 columns) or as
 a child process, a seeded session log with fixed ids and timestamps, and snapshot files.
 
 Snapshots live in ``tests/console/snapshots/NAME.txt``; to write them again after a deliberate
@@ -9,11 +9,11 @@ read the diff before committing it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
 from contextengine.cli import main
+from contextengine.testing.sidecar import SidecarProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = Path(__file__).with_name("snapshots")
@@ -58,65 +57,41 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-@dataclass
 class Sidecar:
-    """A ``contextengine serve`` child process on a loopback port and a SQLite file, at its
-    default log level (INFO: a line per RPC, into ``log``), as it is run."""
+    """A ``contextengine serve`` child process (``contextengine.testing``'s ``SidecarProcess``)
+    on a fixed loopback port and a SQLite file, at its default log level (INFO: a line per RPC),
+    as it is run; ``start`` and ``stop`` for the console's synchronous tests, and a restart keeps
+    the port the console reconnects to. Its environment has no CONTEXTENGINE_ variables."""
 
-    port: int
-    db: Path
-    log: Path
-    args: Sequence[str] = ()
-    process: subprocess.Popen[bytes] | None = None
+    def __init__(self, port: int, workdir: Path, args: Sequence[str] = ()) -> None:
+        removed: dict[str, str | None] = {
+            name: None for name in os.environ if name.startswith("CONTEXTENGINE_")
+        }
+        self.process = SidecarProcess(
+            workdir,
+            "sidecar",
+            listen=f"127.0.0.1:{port}",
+            args=args,
+            env={**removed, "NO_COLOR": None, "COLUMNS": COLUMNS},
+            check_health=False,
+            start_timeout=START_TIMEOUT,
+        )
+        self.target = f"127.0.0.1:{port}"
 
     @property
-    def target(self) -> str:
-        return f"127.0.0.1:{self.port}"
+    def db(self) -> Path | str:
+        return self.process.db
 
     def start(self) -> None:
-        port_file = self.db.with_suffix(".port")
-        port_file.unlink(missing_ok=True)
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "contextengine",
-                    "serve",
-                    "--listen",
-                    self.target,
-                    "--db",
-                    str(self.db),
-                    "--port-file",
-                    str(port_file),
-                    *self.args,
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=clean_env(),
-            )
-        deadline = time.monotonic() + START_TIMEOUT
-        while not port_file.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"serve did not start:\n{self.log.read_text()}")
-            time.sleep(0.05)
+        asyncio.run(self.process.start())
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.process = None
+        asyncio.run(self.process.stop())
 
 
 @contextlib.contextmanager
 def sidecar(tmp: Path, *args: str) -> Iterator[Sidecar]:
-    running = Sidecar(free_port(), tmp / "ce.db", tmp / "serve.log", args)
+    running = Sidecar(free_port(), tmp, args)
     running.start()
     try:
         yield running

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 import grpc
 
 from contextengine.client import ContextEngineClient
+from contextengine.testing.sidecar import SidecarProcess
 from contextengine.v1 import (
     content_pb2,
     event_pb2,
@@ -149,39 +149,25 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("serve_args", nargs="*", help="after --: extra `serve` flags")
     args = parser.parse_args(argv)
+    size = int(args.mib * MIB)
+    return asyncio.run(_run(args.serve_args, args.events, size, stall=not args.no_subscriber))
+
+
+async def _run(serve_args: list[str], events: int, size: int, *, stall: bool) -> int:
     with tempfile.TemporaryDirectory(prefix="ce-rss-") as tmp:
-        port_file = Path(tmp) / "port"
-        command = [
-            sys.executable,
-            "-m",
-            "contextengine",
-            "serve",
-            "--db",
-            str(Path(tmp) / "ce.db"),
-            "--listen",
-            "127.0.0.1:0",
-            "--port-file",
-            str(port_file),
-            "--log-level",
-            "WARNING",
-            *args.serve_args,
-        ]
-        print(" ".join(command[1:]))
-        server = subprocess.Popen(command)
+        server = SidecarProcess(
+            Path(tmp), "ce", log_level="WARNING", args=serve_args, start_timeout=60
+        )
+        print(" ".join(server.command()[1:]))
         try:
-            deadline = time.monotonic() + 60
-            while not (port_file.exists() and port_file.read_text().strip().isdigit()):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    print("the server did not start", file=sys.stderr)
-                    return 1
-                time.sleep(0.05)
-            target = f"127.0.0.1:{port_file.read_text().strip()}"
-            size = int(args.mib * MIB)
-            stall = not args.no_subscriber
-            return asyncio.run(_measure(target, server.pid, args.events, size, stall))
+            await server.start()
+        except (RuntimeError, TimeoutError) as failed:
+            print(f"the server did not start: {failed}", file=sys.stderr)
+            return 1
+        try:
+            return await _measure(server.target, server.pid, events, size, stall)
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            await server.stop()
 
 
 if __name__ == "__main__":
