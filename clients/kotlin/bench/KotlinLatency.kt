@@ -1,7 +1,7 @@
 package dev.contextengine.bench
 
-import dev.contextengine.client.ContextEngine
-import dev.contextengine.client.ref
+import dev.contextengine.client.kotlin.ContextEngineClient
+import dev.contextengine.client.kotlin.ref
 import java.util.Locale
 import java.util.UUID
 import kotlin.math.ceil
@@ -20,7 +20,7 @@ import kotlinx.coroutines.runBlocking
  */
 object KotlinLatency {
     private suspend fun runSession(
-        ce: ContextEngine,
+        ce: ContextEngineClient,
         app: String,
         iterations: Int,
         prefill: Int,
@@ -72,7 +72,7 @@ object KotlinLatency {
         val app = "bench-kotlin-" + UUID.randomUUID().toString().substring(0, 8)
         val append = mutableListOf<Double>()
         val build = mutableListOf<Double>()
-        ContextEngine.connect(target, timeout = 10.seconds).use { ce ->
+        ContextEngineClient.connect(target, timeout = 10.seconds).use { ce ->
             runBlocking {
                 runSession(ce, app, warmup, prefill, mutableListOf(), mutableListOf())
                 runSession(ce, app, iterations, prefill, append, build)

@@ -1,9 +1,9 @@
 package dev.contextengine.conformance
 
 import com.google.protobuf.Message
-import dev.contextengine.client.ContextEngine
-import dev.contextengine.client.FollowOptions
-import dev.contextengine.client.sessionRef
+import dev.contextengine.client.kotlin.ContextEngineClient
+import dev.contextengine.client.kotlin.FollowOptions
+import dev.contextengine.client.kotlin.sessionRef
 import dev.contextengine.v1.CallContextToolRequest
 import java.lang.reflect.Method
 import kotlin.coroutines.intrinsics.suspendCoroutineUninterceptedOrReturn
@@ -20,21 +20,21 @@ import kotlinx.coroutines.withTimeoutOrNull
 
 /**
  * The Kotlin conformance harness: each op of the driver (clients/conformance/driver.py) through
- * [ContextEngine] (suspend calls, followed flows), served by the Java harness's JSON-lines loop
- * (the protocol is in clients/conformance/README.md).
+ * [ContextEngineClient] (suspend calls, followed flows), served by the Java harness's JSON-lines
+ * loop (the protocol is in clients/conformance/README.md).
  */
 class KotlinHarness(target: String) : Harness.Client {
-    private val client = ContextEngine.connect(target)
+    private val client = ContextEngineClient.connect(target)
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
 
     /** The client's `suspend fun <rpc>(request, timeout)` (its JVM name has a suffix). */
     private fun method(rpc: String, request: Message): Method {
         val name = rpc.replaceFirstChar { it.lowercase() }
-        return ContextEngine::class.java.methods.firstOrNull {
+        return ContextEngineClient::class.java.methods.firstOrNull {
             it.name.substringBefore('-') == name &&
                 it.parameterCount == 3 &&
                 it.parameterTypes[0] == request.javaClass
-        } ?: throw UnsupportedOperationException("ContextEngine has no method $name")
+        } ?: throw UnsupportedOperationException("ContextEngineClient has no method $name")
     }
 
     override fun call(rpc: String, request: Message, timeout: java.time.Duration): Message =
@@ -64,7 +64,9 @@ class KotlinHarness(target: String) : Harness.Client {
         // The client reopens broken streams by itself; the driver's resume is a new call.
         val name = rpc.replaceFirstChar { it.lowercase() }
         val m =
-            ContextEngine::class.java.getMethod(name, request.javaClass, FollowOptions::class.java)
+            ContextEngineClient::class
+                .java
+                .getMethod(name, request.javaClass, FollowOptions::class.java)
         @Suppress("UNCHECKED_CAST")
         val flow =
             Harness.invoke(m, client, request, FollowOptions(maxFailures = 5)) as Flow<Message>

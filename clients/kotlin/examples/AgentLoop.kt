@@ -2,13 +2,13 @@ package dev.contextengine.examples.kotlin
 
 import com.google.protobuf.Struct
 import com.google.protobuf.Value
-import dev.contextengine.client.ContextEngine
 import dev.contextengine.client.ContextEngineException
 import dev.contextengine.client.Fingerprint
-import dev.contextengine.client.recordedEvents
-import dev.contextengine.client.ref
-import dev.contextengine.client.said
-import dev.contextengine.client.toMap
+import dev.contextengine.client.kotlin.ContextEngineClient
+import dev.contextengine.client.kotlin.recordedEvents
+import dev.contextengine.client.kotlin.ref
+import dev.contextengine.client.kotlin.said
+import dev.contextengine.client.kotlin.toMap
 import dev.contextengine.v1.Content
 import dev.contextengine.v1.Event
 import dev.contextengine.v1.FunctionCall
@@ -128,7 +128,7 @@ object AgentLoop {
 
     /** Runs the loop for one question; returns the final context's contents. */
     suspend fun agentLoop(target: String, question: String): List<Content> =
-        ContextEngine.connect(target, timeout = 5.seconds).use { ce ->
+        ContextEngineClient.connect(target, timeout = 5.seconds).use { ce ->
             val session = ce.createSession(appName = APP, userId = "ada").ref
             val invocationId = "inv-" + UUID.randomUUID()
             val contextRequest = session.buildContext(AGENT).toBuilder().setModel(MODEL).build()

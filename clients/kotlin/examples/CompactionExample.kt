@@ -1,6 +1,6 @@
 package dev.contextengine.examples.kotlin
 
-import dev.contextengine.client.*
+import dev.contextengine.client.kotlin.*
 import dev.contextengine.v1.AppConfig
 import dev.contextengine.v1.EventsCompactionConfig
 import kotlinx.coroutines.delay
@@ -17,7 +17,7 @@ object CompactionExample {
         runBlocking {
             // README begin
             val target = System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151"
-            ContextEngine.connect(target).use { ce ->
+            ContextEngineClient.connect(target).use { ce ->
                 // Summarise every two invocations, without overlap (the app's setting; a session
                 // can override it with updateSessionConfig).
                 ce.updateAppConfig {

@@ -1,6 +1,6 @@
 package dev.contextengine.examples.kotlin
 
-import dev.contextengine.client.*
+import dev.contextengine.client.kotlin.*
 import kotlinx.coroutines.runBlocking
 
 /**
@@ -11,8 +11,8 @@ object ContextViewExample {
     @JvmStatic
     fun main(args: Array<String>) {
         runBlocking {
-            ContextEngine.connect(System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151").use {
-                ce ->
+            val target = System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151"
+            ContextEngineClient.connect(target).use { ce ->
                 val session = ce.createSession(appName = "demo", userId = "zoe")
                 ce.appendEvent(session.ref, said("user", "inv-1", "Hi!"))
                 // README begin

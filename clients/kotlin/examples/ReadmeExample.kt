@@ -1,6 +1,7 @@
 package dev.contextengine.examples.kotlin
 
-import dev.contextengine.client.*
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.kotlin.*
 import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.flow.first
@@ -17,7 +18,7 @@ object ReadmeExample {
             // README begin
             val target = System.getenv("CONTEXTENGINE_TARGET") ?: "127.0.0.1:50151"
             // timeout: the whole call, retries included
-            ContextEngine.connect(target, timeout = 5.seconds).use { ce ->
+            ContextEngineClient.connect(target, timeout = 5.seconds).use { ce ->
                 val session = ce.createSession(appName = "demo", userId = "zoe")
 
                 ce.appendEvent(session.ref, said("user", "inv-1", "Hi!"))

@@ -2,7 +2,7 @@ package dev.contextengine.examples.kotlin
 
 import com.google.gson.JsonObject
 import com.google.gson.JsonParser
-import dev.contextengine.client.*
+import dev.contextengine.client.kotlin.*
 import dev.contextengine.v1.Content
 import dev.contextengine.v1.Part
 import dev.contextengine.v1.RenderFormat
@@ -72,7 +72,8 @@ object Renderings {
     @JvmStatic
     fun main(args: Array<String>) {
         runBlocking {
-            ContextEngine.connect(env["CONTEXTENGINE_TARGET"] ?: "127.0.0.1:50151").use { ce ->
+            ContextEngineClient.connect(env["CONTEXTENGINE_TARGET"] ?: "127.0.0.1:50151").use { ce
+                ->
                 val session = ce.createSession(appName = "renderings-demo", userId = "ann")
                 ce.appendEvent(session.ref, said("user", "i1", "A weekend in Lisbon, please."))
                 ce.appendEvent(session.ref, said("planner", "i1", "Friday to Sunday, by train."))

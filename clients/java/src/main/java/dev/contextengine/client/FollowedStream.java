@@ -44,8 +44,11 @@ public final class FollowedStream<T> implements Iterator<T>, AutoCloseable {
           Status.Code.INTERNAL);
   private static final Set<String> RESUMABLE_REASONS = Set.of("SUBSCRIBER_LAGGED");
 
-  /** Whether a new stream from the last cursor repairs this failure. */
-  static boolean isResumable(ContextEngineException error) {
+  /**
+   * Whether a new stream from the last cursor repairs this failure (public: the Kotlin client's
+   * followed flows apply the same rule).
+   */
+  public static boolean isResumable(ContextEngineException error) {
     return RESUMABLE_CODES.contains(error.code()) || RESUMABLE_REASONS.contains(error.reason());
   }
 

@@ -33,8 +33,11 @@ public record RetryPolicy(int maxAttempts, Duration initialBackoff, Duration max
     }
   }
 
-  /** The randomized backoff before attempt {@code failures + 1}, in nanoseconds. */
-  long backoffNanos(int failures) {
+  /**
+   * The randomized backoff before attempt {@code failures + 1}, in nanoseconds (public: the Kotlin
+   * client waits it out with a coroutine's delay).
+   */
+  public long backoffNanos(int failures) {
     double base = initialBackoff.toNanos() * Math.pow(2, Math.max(0, failures - 1));
     base = Math.min(base, maxBackoff.toNanos());
     return (long) (base * (0.5 + ThreadLocalRandom.current().nextDouble()));

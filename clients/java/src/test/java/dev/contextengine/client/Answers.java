@@ -15,10 +15,10 @@ import java.util.function.UnaryOperator;
  * An interceptor that sees, or changes, every BuildContext answer a client receives (a spy on what
  * crossed the wire, or a sidecar that answers otherwise).
  */
-final class Answers implements ClientInterceptor {
+public final class Answers implements ClientInterceptor {
   private final UnaryOperator<BuildContextResponse> change;
 
-  Answers(UnaryOperator<BuildContextResponse> change) {
+  public Answers(UnaryOperator<BuildContextResponse> change) {
     this.change = change;
   }
 

@@ -12,7 +12,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 /** An interceptor that counts the calls a client cancels. */
-final class CancelWatch implements ClientInterceptor {
+public final class CancelWatch implements ClientInterceptor {
   private final Semaphore cancelled = new Semaphore(0);
 
   @Override
@@ -29,7 +29,7 @@ final class CancelWatch implements ClientInterceptor {
   }
 
   /** Waits (10 s at most) for one more call to be cancelled. */
-  void awaitCancelled() throws InterruptedException {
+  public void awaitCancelled() throws InterruptedException {
     assertTrue(cancelled.tryAcquire(10, TimeUnit.SECONDS), "the call was cancelled");
   }
 }

@@ -11,7 +11,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /** An example's {@code main} run in a JVM of its own, against the shared sidecar. */
-final class ExampleRun {
+public final class ExampleRun {
   private ExampleRun() {}
 
   /**
@@ -19,7 +19,8 @@ final class ExampleRun {
    * {@code CONTEXTENGINE_TARGET} set to the shared sidecar, plus {@code environment}; it must exit
    * with 0 within 60 s.
    */
-  static List<String> lines(String mainClass, Map<String, String> environment) throws Exception {
+  public static List<String> lines(String mainClass, Map<String, String> environment)
+      throws Exception {
     ProcessBuilder builder =
         new ProcessBuilder(
             Path.of(System.getProperty("java.home"), "bin", "java").toString(),

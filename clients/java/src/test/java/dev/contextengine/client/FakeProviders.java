@@ -9,7 +9,7 @@ import java.util.Map;
  * SDKs' own types and answers 400 for one they refuse, 200 with {@code Seen <n> messages; the last
  * said: <text>.} otherwise.
  */
-final class FakeProviders implements AutoCloseable {
+public final class FakeProviders implements AutoCloseable {
   private final Sidecar server;
 
   private FakeProviders(Sidecar server) {
@@ -17,22 +17,22 @@ final class FakeProviders implements AutoCloseable {
   }
 
   /** The fake, serving on a free loopback port. */
-  static FakeProviders start() {
+  public static FakeProviders start() {
     return new FakeProviders(Sidecar.startModule(List.of("tests.fakes.provider_server")));
   }
 
   /** OpenAI's base URL on the fake ({@code .../v1}, as OPENAI_BASE_URL takes it). */
-  String openAiBaseUrl() {
+  public String openAiBaseUrl() {
     return "http://" + server.target + "/v1";
   }
 
   /** Anthropic's base URL on the fake (as ANTHROPIC_BASE_URL takes it). */
-  String anthropicBaseUrl() {
+  public String anthropicBaseUrl() {
     return "http://" + server.target;
   }
 
   /** The environment that points an example at the fake. */
-  Map<String, String> environment() {
+  public Map<String, String> environment() {
     return Map.of("OPENAI_BASE_URL", openAiBaseUrl(), "ANTHROPIC_BASE_URL", anthropicBaseUrl());
   }
 

@@ -1,5 +1,6 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.SinceView as JavaSinceView
 import dev.contextengine.v1.BuildContextRequest
 import dev.contextengine.v1.BuildContextResponse
 import kotlin.time.Duration
@@ -7,12 +8,12 @@ import kotlin.time.toJavaDuration
 import kotlinx.coroutines.future.await
 
 /**
- * What [ContextFollower] ("contents since") and [RenderedFollower] ("items since") share, as
- * `suspend` calls: the Java client's [SinceView] ([java]) under the Kotlin client's rules, one
- * deadline per call (the client's, or `timeout`), cancelling the coroutine cancels the RPC. Each
- * build sends [request] with the view's "since" and returns the whole answer, reassembled.
+ * What [ContextView] ("contents since") and [RenderedView] ("items since") share, as `suspend`
+ * calls: the Java client's [JavaSinceView] ([java]) under the Kotlin client's rules, one deadline
+ * per call (the client's, or `timeout`), cancelling the coroutine cancels the RPC. Each build sends
+ * [request] with the view's "since" and returns the whole answer, reassembled.
  */
-abstract class SinceFollower<V : SinceView<*>>
+abstract class SinceView<V : JavaSinceView<*>>
 internal constructor(
     /** What every build sends (the session, the agent, the view options), before "since". */
     val request: BuildContextRequest,

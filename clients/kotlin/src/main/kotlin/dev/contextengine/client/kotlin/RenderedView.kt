@@ -1,16 +1,17 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
 import com.google.gson.JsonObject
+import dev.contextengine.client.RenderedView as JavaRenderedView
 import dev.contextengine.v1.BuildContextRequest
 import dev.contextengine.v1.RenderFormat
 import kotlin.time.Duration
 
 /**
  * "Items since" for one agent's view of a session rendered for a provider, as `suspend` calls: made
- * by [ContextEngine.renderedView], it sends [request] rendered as [format] with `render.since` set
- * to the whole items of its last rendering, and returns every answer reassembled (the whole
- * rendering, `baseItemsCount` 0), while only the items after the ones the sidecar still recognises
- * as the first ones cross the wire.
+ * by [ContextEngineClient.renderedView], it sends [request] rendered as [format] with
+ * `render.since` set to the whole items of its last rendering, and returns every answer reassembled
+ * (the whole rendering, `baseItemsCount` 0), while only the items after the ones the sidecar still
+ * recognises as the first ones cross the wire.
  *
  * ```kotlin
  * val view = ce.renderedView(session.ref, RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES, agentName = "planner")
@@ -19,13 +20,13 @@ import kotlin.time.Duration
  * val next = view.requestPart()                      // all of them, only the new ones sent
  * ```
  *
- * It is the Java client's [RenderedView] ([java]) under the Kotlin client's rules (see
- * [SinceFollower]). It holds one rendering's items (the last one received); a failed call leaves
- * them as they were.
+ * It is the Java client's [JavaRenderedView] ([java]) under the Kotlin client's rules (see
+ * [SinceView]). It holds one rendering's items (the last one received); a failed call leaves them
+ * as they were.
  */
-class RenderedFollower
-internal constructor(ce: ContextEngine, request: BuildContextRequest, format: RenderFormat) :
-    SinceFollower<RenderedView>(request, RenderedView(ce.java, format)) {
+class RenderedView
+internal constructor(ce: ContextEngineClient, request: BuildContextRequest, format: RenderFormat) :
+    SinceView<JavaRenderedView>(request, JavaRenderedView(ce.java, format)) {
     /** The format every build asks for (the request's own `render` is replaced). */
     val format: RenderFormat
         get() = java.format()

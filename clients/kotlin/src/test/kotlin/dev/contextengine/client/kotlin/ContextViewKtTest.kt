@@ -1,5 +1,9 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.ContextView as JavaContextView
+import dev.contextengine.client.SessionRef
+import dev.contextengine.client.Sidecar
 import dev.contextengine.v1.BuildContextResponse
 import dev.contextengine.v1.ContextSince
 import dev.contextengine.v1.Event
@@ -51,11 +55,9 @@ class AnswerSizes : ClientInterceptor {
         }
 }
 
-/**
- * "Contents since" through the suspend API: the raw answers, and [ContextFollower]'s reassembly.
- */
-class ContextFollowerKtTest {
-    private suspend fun newSession(ce: ContextEngine): SessionRef {
+/** "Contents since" through the suspend API: the raw answers, and [ContextView]'s reassembly. */
+class ContextViewKtTest {
+    private suspend fun newSession(ce: ContextEngineClient): SessionRef {
         val session = ce.createSession(appName = Sidecar.uniqueApp("kotlin-since"), userId = "u")
         ce.appendEvents(
             session.ref,
@@ -69,7 +71,7 @@ class ContextFollowerKtTest {
 
     /** An answer equals a fresh full build, field for field (base 0 included). */
     private suspend fun assertSameAsFull(
-        ce: ContextEngine,
+        ce: ContextEngineClient,
         ref: SessionRef,
         answer: BuildContextResponse,
     ) {
@@ -80,7 +82,7 @@ class ContextFollowerKtTest {
 
     @Test
     fun rawAnswersWithSince() = runBlocking {
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
             val ref = newSession(ce)
             val full = ce.buildContext(ref, agentName = "guide")
             assertNotEquals("", full.contentsDigest)
@@ -95,7 +97,7 @@ class ContextFollowerKtTest {
             val next = ce.buildContext { mergeFrom(ref.buildContext("guide")).setSince(since) }
             assertEquals(2, next.baseContentsCount)
             assertEquals(listOf("And on Tuesday?"), next.contentsList.map { it.getParts(0).text })
-            assertSameAsFull(ce, ref, ContextView.reassemble(full.contentsList, next))
+            assertSameAsFull(ce, ref, JavaContextView.reassemble(full.contentsList, next))
             val negative = runCatching {
                 ce.buildContext {
                     mergeFrom(ref.buildContext("guide"))
@@ -111,10 +113,11 @@ class ContextFollowerKtTest {
     }
 
     @Test
-    fun aFollowerReassemblesThroughAppendsARewindAndACompaction() = runBlocking {
+    fun aViewReassemblesThroughAppendsARewindAndACompaction() = runBlocking {
         val sizes = AnswerSizes()
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
-            ContextEngine.connect(Sidecar.shared(), interceptors = listOf(sizes)).use { spied ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
+            ContextEngineClient.connect(Sidecar.shared(), interceptors = listOf(sizes)).use { spied
+                ->
                 val ref = newSession(ce)
                 val view = spied.contextView(ref, agentName = "guide")
                 assertEquals(emptyList<Any>(), view.contents)

@@ -1,5 +1,9 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.RetryPolicy
+import dev.contextengine.client.Retryability
+import dev.contextengine.client.Sidecar
 import dev.contextengine.v1.AppConfig
 import dev.contextengine.v1.SessionConfig
 import io.grpc.Status
@@ -56,7 +60,7 @@ class RetryabilityKtTest {
         val attempts = Attempts()
         val policy =
             RetryPolicy(tries, java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(1))
-        ContextEngine.connect(
+        ContextEngineClient.connect(
                 "127.0.0.1:" + Sidecar.closedPort(),
                 timeout = 20.seconds,
                 retryPolicy = policy,

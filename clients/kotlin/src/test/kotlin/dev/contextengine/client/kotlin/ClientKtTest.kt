@@ -1,6 +1,9 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
 import com.google.protobuf.util.JsonFormat
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.RetryPolicy
+import dev.contextengine.client.Sidecar
 import dev.contextengine.v1.BuildContextRequest
 import dev.contextengine.v1.GetSessionRequest
 import io.grpc.CallOptions
@@ -45,7 +48,7 @@ class Attempts : ClientInterceptor {
 
 /** The suspend API against real sidecars: round trips, errors, validation, retries, deadlines. */
 class ClientKtTest {
-    private suspend fun newSession(ce: ContextEngine) =
+    private suspend fun newSession(ce: ContextEngineClient) =
         ce.createSession(
             appName = Sidecar.uniqueApp("kotlin-client"),
             userId = "u",
@@ -54,7 +57,7 @@ class ClientKtTest {
 
     @Test
     fun namedParametersRoundTrip() = runBlocking {
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
             val session = newSession(ce)
             assertEquals(mapOf("plan" to "a", "n" to 2.0), session.state.toMap())
             val appended = ce.appendEvent(session.ref, said("user", "inv-1", "hello"))
@@ -90,7 +93,7 @@ class ClientKtTest {
 
     @Test
     fun theClientFingerprintIsTheSidecars() = runBlocking {
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
             val app = Sidecar.uniqueApp("kotlin-cache")
             ce.updateAppConfig {
                 JsonFormat.parser()
@@ -137,7 +140,7 @@ class ClientKtTest {
 
     @Test
     fun serverErrorsCarryCodeReasonAndMetadata() = runBlocking {
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
             val e =
                 assertThrows<ContextEngineException> {
                     runBlocking {
@@ -168,7 +171,7 @@ class ClientKtTest {
     @Test
     fun missingIdsAreRejectedBeforeSending() = runBlocking {
         val attempts = Attempts()
-        ContextEngine.connect(Sidecar.shared(), interceptors = listOf(attempts)).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared(), interceptors = listOf(attempts)).use { ce ->
             val e =
                 assertThrows<ContextEngineException> {
                     runBlocking { ce.getSession(sessionRef("app", "u", "")) }
@@ -200,7 +203,7 @@ class ClientKtTest {
     fun aSidecarThatIsDownFailsFastAndOnlySafeCallsAreRetried() = runBlocking {
         val target = "127.0.0.1:" + Sidecar.closedPort()
         val attempts = Attempts()
-        ContextEngine.connect(target, interceptors = listOf(attempts)).use { down ->
+        ContextEngineClient.connect(target, interceptors = listOf(attempts)).use { down ->
             val ref = sessionRef("a", "u", "s")
             val mark = TimeSource.Monotonic.markNow()
             val e = assertThrows<ContextEngineException> { runBlocking { down.getSession(ref) } }
@@ -240,7 +243,7 @@ class ClientKtTest {
         val many =
             RetryPolicy(1000, java.time.Duration.ofMillis(100), java.time.Duration.ofMillis(100))
         val attempts = Attempts()
-        ContextEngine.connect(
+        ContextEngineClient.connect(
                 "127.0.0.1:" + Sidecar.closedPort(),
                 timeout = 800.milliseconds,
                 retryPolicy = many,
@@ -277,7 +280,7 @@ class ClientKtTest {
     @Test
     fun aHungServerMeetsTheDeadlineAndWithTimeoutCancelsTheCall() = runBlocking {
         Sidecar.Silent().use { silent ->
-            ContextEngine.connect(silent.target(), timeout = 700.milliseconds).use { hung ->
+            ContextEngineClient.connect(silent.target(), timeout = 700.milliseconds).use { hung ->
                 val ref = sessionRef("a", "u", "s")
                 val mark = TimeSource.Monotonic.markNow()
                 val e =

@@ -1,7 +1,9 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
 import com.google.protobuf.Struct
 import com.google.protobuf.Value
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.Sidecar
 import dev.contextengine.v1.EventActions
 import dev.contextengine.v1.SubscribeEventsResponse
 import dev.contextengine.v1.WatchSessionStateResponse
@@ -35,7 +37,7 @@ import org.junit.jupiter.api.assertThrows
 class StreamKtTest {
     private val wait = 60.seconds
 
-    private suspend fun newSession(ce: ContextEngine) =
+    private suspend fun newSession(ce: ContextEngineClient) =
         ce.createSession(appName = Sidecar.uniqueApp("kotlin-stream"), userId = "u")
 
     /** Waits until the server's log says a SubscribeEvents stream was cancelled. */
@@ -50,8 +52,8 @@ class StreamKtTest {
         val total = 120
         val random = Random(16)
         Sidecar.Proxy(Sidecar.shared()).use { proxy ->
-            ContextEngine.connect(Sidecar.shared()).use { direct ->
-                ContextEngine.connect(proxy.target()).use { cut ->
+            ContextEngineClient.connect(Sidecar.shared()).use { direct ->
+                ContextEngineClient.connect(proxy.target()).use { cut ->
                     val ref = newSession(direct).ref
                     repeat(total / 2) { direct.appendEvent(ref, said("user", "i", "before $it")) }
                     val reconnects =
@@ -105,7 +107,7 @@ class StreamKtTest {
         val first = Sidecar.start(db, listOf())
         try {
             Sidecar.Proxy(first.target).use { proxy ->
-                ContextEngine.connect(proxy.target(), timeout = 20.seconds).use { ce ->
+                ContextEngineClient.connect(proxy.target(), timeout = 20.seconds).use { ce ->
                     val ref = newSession(ce).ref
                     repeat(5) { ce.appendEvent(ref, said("user", "i", "m$it")) }
                     val reconnects =
@@ -131,7 +133,7 @@ class StreamKtTest {
                     } // SIGTERM: streams end with UNAVAILABLE (SHUTTING_DOWN)
                     Sidecar.start(db, listOf()).use { second ->
                         proxy.retarget(second.target)
-                        ContextEngine.connect(second.target).use { direct ->
+                        ContextEngineClient.connect(second.target).use { direct ->
                             repeat(5) { direct.appendEvent(ref, said("user", "i", "m${it + 5}")) }
                         }
                         withTimeout(wait) { follower.join() }
@@ -155,7 +157,7 @@ class StreamKtTest {
     @Test
     fun aLaggedSubscriberResumesFromItsCursor() = runBlocking {
         Sidecar.start(null, listOf("--subscriber-buffer-bytes", "4096")).use { small ->
-            ContextEngine.connect(small.target, timeout = 20.seconds).use { ce ->
+            ContextEngineClient.connect(small.target, timeout = 20.seconds).use { ce ->
                 val ref = newSession(ce).ref
                 val reconnects =
                     Collections.synchronizedList(mutableListOf<ContextEngineException>())
@@ -210,7 +212,7 @@ class StreamKtTest {
     @Test
     fun takeAndFirstCancelTheStreamOnTheServer() = runBlocking {
         Sidecar.start(null, listOf()).use { own ->
-            ContextEngine.connect(own.target, timeout = 20.seconds).use { ce ->
+            ContextEngineClient.connect(own.target, timeout = 20.seconds).use { ce ->
                 val ref = newSession(ce).ref
                 val frame = ce.subscribeEvents(ref).first()
                 assertEquals(SubscribeEventsResponse.FrameCase.CAUGHT_UP, frame.frameCase)
@@ -224,7 +226,7 @@ class StreamKtTest {
     @Test
     fun cancellingTheCollectorCancelsTheStreamOnTheServer() = runBlocking {
         Sidecar.start(null, listOf()).use { own ->
-            ContextEngine.connect(own.target, timeout = 20.seconds).use { ce ->
+            ContextEngineClient.connect(own.target, timeout = 20.seconds).use { ce ->
                 val ref = newSession(ce).ref
                 val frames = Collections.synchronizedList(mutableListOf<SubscribeEventsResponse>())
                 val job =
@@ -243,7 +245,7 @@ class StreamKtTest {
     @Test
     fun withTimeoutAroundACollectionCancelsTheStreamOnTheServer() = runBlocking {
         Sidecar.start(null, listOf()).use { own ->
-            ContextEngine.connect(own.target, timeout = 20.seconds).use { ce ->
+            ContextEngineClient.connect(own.target, timeout = 20.seconds).use { ce ->
                 val ref = newSession(ce).ref
                 val frames = Collections.synchronizedList(mutableListOf<SubscribeEventsResponse>())
                 assertThrows<kotlinx.coroutines.TimeoutCancellationException> {
@@ -261,7 +263,7 @@ class StreamKtTest {
 
     @Test
     fun aSubscriptionToAClosedPortFailsAfterMaxFailures() = runBlocking {
-        ContextEngine.connect("127.0.0.1:" + Sidecar.closedPort()).use { down ->
+        ContextEngineClient.connect("127.0.0.1:" + Sidecar.closedPort()).use { down ->
             var reconnects = 0
             val mark = TimeSource.Monotonic.markNow()
             val e =
@@ -287,7 +289,7 @@ class StreamKtTest {
 
     @Test
     fun aNonResumableErrorFailsTheFlowAtOnce() = runBlocking {
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
             val e =
                 assertThrows<ContextEngineException> {
                     runBlocking {
@@ -305,7 +307,7 @@ class StreamKtTest {
     @Test
     fun aSilentStreamIsReopenedAfterTheIdleTimeout() = runBlocking {
         Sidecar.Silent().use { silent ->
-            ContextEngine.connect(silent.target()).use { hung ->
+            ContextEngineClient.connect(silent.target()).use { hung ->
                 var reconnects = 0
                 val e =
                     assertThrows<ContextEngineException> {
@@ -332,8 +334,8 @@ class StreamKtTest {
     @Test
     fun watchSessionStateSnapshotDeltaAndANewSnapshotAfterACut() = runBlocking {
         Sidecar.Proxy(Sidecar.shared()).use { proxy ->
-            ContextEngine.connect(Sidecar.shared()).use { direct ->
-                ContextEngine.connect(proxy.target()).use { cut ->
+            ContextEngineClient.connect(Sidecar.shared()).use { direct ->
+                ContextEngineClient.connect(proxy.target()).use { cut ->
                     val ref = newSession(direct).ref
                     val kinds =
                         withTimeout(wait) {

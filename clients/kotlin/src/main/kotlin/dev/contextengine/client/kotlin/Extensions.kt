@@ -1,8 +1,12 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
 import com.google.gson.Gson
 import com.google.protobuf.Struct
 import com.google.protobuf.util.JsonFormat
+import dev.contextengine.client.ContextEngineClient as JavaContextEngineClient
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.Fingerprint
+import dev.contextengine.client.SessionRef
 import dev.contextengine.v1.BuildContextRequest
 import dev.contextengine.v1.BuildContextResponse
 import dev.contextengine.v1.Content
@@ -15,8 +19,8 @@ import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.transform
 
 /**
- * How a followed stream ([ContextEngine.subscribeEvents], [ContextEngine.watchSessionState])
- * recovers.
+ * How a followed stream ([ContextEngineClient.subscribeEvents],
+ * [ContextEngineClient.watchSessionState]) recovers.
  *
  * @property maxFailures failures in a row, without a frame in between, before the flow fails
  * @property idleTimeout a stream silent this long is reopened; `null`: three heartbeat intervals
@@ -42,11 +46,11 @@ val Session.ref: SessionRef
 
 /** The cursor a subscription frame carries (`""` for none); a batch's is its last event's. */
 val SubscribeEventsResponse.cursor: String
-    get() = ContextEngineClient.frameCursor(this)
+    get() = JavaContextEngineClient.frameCursor(this)
 
 /** The recorded events a frame carries (a batch flattened; none for caught_up or heartbeats). */
 val SubscribeEventsResponse.recorded: List<SubscribedEvent>
-    get() = ContextEngineClient.eventsOf(this)
+    get() = JavaContextEngineClient.eventsOf(this)
 
 /** Only the recorded events of a subscription, batches flattened, in order. */
 fun Flow<SubscribeEventsResponse>.recordedEvents(): Flow<SubscribedEvent> = transform { frame ->

@@ -1,5 +1,8 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.ContextTools as JavaContextTools
+import dev.contextengine.client.Sidecar
 import dev.contextengine.v1.AppConfig
 import dev.contextengine.v1.ContextToolsConfig
 import dev.contextengine.v1.FunctionCall
@@ -13,10 +16,10 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 
-/** The context tools through [AgentContextTools], against a real sidecar. */
+/** The context tools through [ContextTools], against a real sidecar. */
 class ContextToolsKtTest {
     /** A session of a new app whose configuration enables the tools (or not). */
-    private suspend fun session(ce: ContextEngine, enabled: Boolean = true): Session {
+    private suspend fun session(ce: ContextEngineClient, enabled: Boolean = true): Session {
         val app = Sidecar.uniqueApp("kotlin-tools")
         ce.updateAppConfig {
             setConfig(
@@ -33,18 +36,18 @@ class ContextToolsKtTest {
     }
 
     /** Events 1-4: a finished turn with a bulky tool result; 5: the current turn's message. */
-    private suspend fun bulkyTurn(ce: ContextEngine, session: Session) {
+    private suspend fun bulkyTurn(ce: ContextEngineClient, session: Session) {
         val rows =
             (0 until 40).joinToString(" ") {
                 "row$it: water level ${it * 7 % 31} cm at station S$it measured twice;"
             }
-        val fetch = ContextTools.functionCall("fetch", mapOf("topic" to "tides"), "c1")
+        val fetch = JavaContextTools.functionCall("fetch", mapOf("topic" to "tides"), "c1")
         ce.appendEvents(
             session.ref,
             listOf(
                 said("user", "i1", "Find the tide tables."),
-                ContextTools.callEvent("agent", "i1", fetch),
-                ContextTools.answerEvent(
+                JavaContextTools.callEvent("agent", "i1", fetch),
+                JavaContextTools.answerEvent(
                     "agent",
                     "i1",
                     FunctionResponse.newBuilder()
@@ -62,7 +65,7 @@ class ContextToolsKtTest {
     @Test
     fun declarationsOnceForEveryProvider() = runBlocking {
         val attempts = Attempts()
-        ContextEngine.connect(Sidecar.shared(), interceptors = listOf(attempts)).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared(), interceptors = listOf(attempts)).use { ce ->
             val tools =
                 ce.contextTools(
                     sessionRef(Sidecar.uniqueApp("kotlin-tools"), "u", "s"),
@@ -81,39 +84,43 @@ class ContextToolsKtTest {
                 ),
                 names,
             )
-            assertEquals(AgentContextTools.NAMES, names.toSet())
-            assertEquals("function", tools.declarations(ContextTools.Format.OPENAI_CHAT)[0]["type"])
+            assertEquals(ContextTools.NAMES, names.toSet())
+            assertEquals(
+                "function",
+                tools.declarations(JavaContextTools.Format.OPENAI_CHAT)[0]["type"],
+            )
             assertEquals(
                 "context_pin",
-                tools.declarations(ContextTools.Format.OPENAI_RESPONSES)[1]["name"],
+                tools.declarations(JavaContextTools.Format.OPENAI_RESPONSES)[1]["name"],
             )
             assertTrue(
-                tools.declarations(ContextTools.Format.ANTHROPIC)[2].containsKey("input_schema")
+                tools.declarations(JavaContextTools.Format.ANTHROPIC)[2].containsKey("input_schema")
             )
             assertEquals(1, attempts.of("ListContextTools"), "read once, then kept")
-            assertTrue(AgentContextTools.handles("context_search"))
-            assertFalse(AgentContextTools.handles("search"))
+            assertTrue(ContextTools.handles("context_search"))
+            assertFalse(ContextTools.handles("search"))
         }
     }
 
     @Test
     fun theModelHidesAReportAndARewindBringsItBack() = runBlocking {
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
             val session = session(ce)
             bulkyTurn(ce, session)
             val tools = ce.contextTools(session.ref, agentName = "agent")
             val hide =
-                ContextTools.functionCall(
+                JavaContextTools.functionCall(
                     "context_hide",
                     """{"first": 2, "last": 3, "stub": "The tide tables."}""",
                     "c2",
                 )
-            ce.appendEvent(session.ref, ContextTools.callEvent("agent", "i2", hide))
+            ce.appendEvent(session.ref, JavaContextTools.callEvent("agent", "i2", hide))
             val answer = tools.answer(hide, invocationId = "i2")
             assertEquals("c2", answer.id)
             assertEquals(true, answer.response.toMap()["ok"])
             val recorded =
-                ce.appendEvent(session.ref, ContextTools.answerEvent("agent", "i2", answer)).event
+                ce.appendEvent(session.ref, JavaContextTools.answerEvent("agent", "i2", answer))
+                    .event
             assertEquals(7, recorded.sequence)
             assertEquals("The tide tables.", recorded.getContextEdits(0).hide.stub)
             assertEquals(2, recorded.getContextEdits(0).hide.range.first)
@@ -155,7 +162,7 @@ class ContextToolsKtTest {
 
     @Test
     fun theModelsMistakesAreAnsweredTheCallersFail() = runBlocking {
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
             val session = session(ce)
             bulkyTurn(ce, session)
             val tools =
@@ -167,7 +174,7 @@ class ContextToolsKtTest {
                 )
             val refused =
                 tools.call(
-                    ContextTools.functionCall(
+                    JavaContextTools.functionCall(
                         "context_hide",
                         mapOf("first" to 2, "last" to 2),
                         "c2",
@@ -206,7 +213,10 @@ class ContextToolsKtTest {
     @Test
     fun listingIsRetriedCallingNeverIs() = runBlocking {
         val attempts = Attempts()
-        ContextEngine.connect("127.0.0.1:" + Sidecar.closedPort(), interceptors = listOf(attempts))
+        ContextEngineClient.connect(
+                "127.0.0.1:" + Sidecar.closedPort(),
+                interceptors = listOf(attempts),
+            )
             .use { down ->
                 val tools = down.contextTools(sessionRef("a", "u", "s"), agentName = "agent")
                 assertEquals(

@@ -1,5 +1,11 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.ContextEngineClient as JavaContextEngineClient
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.FollowedStream
+import dev.contextengine.client.RetryPolicy
+import dev.contextengine.client.SessionRef
+import dev.contextengine.client.TraceContext
 import dev.contextengine.v1.*
 import io.grpc.CallOptions
 import io.grpc.ClientInterceptor
@@ -42,7 +48,7 @@ data class Tls(
         }
     }
 
-    internal fun applyTo(builder: ContextEngineClient.Builder) {
+    internal fun applyTo(builder: JavaContextEngineClient.Builder) {
         builder.useTls()
         trustCertificates?.let { builder.trustCertificates(it) }
         if (certificateChain != null && privateKey != null) {
@@ -55,15 +61,15 @@ data class Tls(
  * The Kotlin client of one contextengine sidecar: every unary RPC as a `suspend fun`, the two
  * subscriptions as cold [Flow]s that follow the stream across failures.
  *
- * It is built on the Java client ([ContextEngineClient], available as [java]): the same channel,
- * the same generated messages, the same rules. One deadline covers a whole call, its retries and
- * backoffs included (the client's [timeout], or a call's `timeout`); only calls that are safe to
- * repeat are retried, and only after `UNAVAILABLE`; failures are [ContextEngineException]s with the
- * gRPC code, the server's `ErrorInfo` reason and metadata. Cancelling the calling coroutine (or
- * `withTimeout`) cancels the RPC on the wire.
+ * It is built on the Java client ([JavaContextEngineClient], available as [java]): the same
+ * channel, the same generated messages, the same rules. One deadline covers a whole call, its
+ * retries and backoffs included (the client's [timeout], or a call's `timeout`); only calls that
+ * are safe to repeat are retried, and only after `UNAVAILABLE`; failures are
+ * [ContextEngineException]s with the gRPC code, the server's `ErrorInfo` reason and metadata.
+ * Cancelling the calling coroutine (or `withTimeout`) cancels the RPC on the wire.
  *
  * ```kotlin
- * ContextEngine.connect("127.0.0.1:50151").use { ce ->
+ * ContextEngineClient.connect("127.0.0.1:50151").use { ce ->
  *     val session = ce.createSession(appName = "demo", userId = "zoe")
  *     ce.appendEvent(session.ref, said("user", "inv-1", "hello"))
  * }
@@ -73,10 +79,10 @@ data class Tls(
  * place (`getSession { setAppName("demo"); ... }`) and, for what agents call most, named and
  * defaulted parameters (`getSession(ref, numRecentEvents = 10)`).
  */
-class ContextEngine
+class ContextEngineClient
 private constructor(
     /** The Java client underneath (its channel, its blocking and future APIs). */
-    val java: ContextEngineClient,
+    val java: JavaContextEngineClient,
     private val owns: Boolean,
     private val retryPolicy: RetryPolicy,
 ) : Closeable {
@@ -102,10 +108,10 @@ private constructor(
             token: String? = null,
             tls: Tls? = null,
             traceContext: Boolean = true,
-        ): ContextEngine {
+        ): ContextEngineClient {
             require(timeout.isPositive()) { "the timeout must be positive" }
             val builder =
-                ContextEngineClient.builder()
+                JavaContextEngineClient.builder()
                     .target(target)
                     .timeout(timeout.toJavaDuration())
                     .retryPolicy(retryPolicy)
@@ -114,14 +120,15 @@ private constructor(
                     .traceContext(traceContext)
             if (token != null) builder.token(token)
             tls?.applyTo(builder)
-            return ContextEngine(builder.build(), owns = true, retryPolicy = retryPolicy)
+            return ContextEngineClient(builder.build(), owns = true, retryPolicy = retryPolicy)
         }
 
         /** A Kotlin view of a Java client (closing the view does not close it). */
         fun of(
-            client: ContextEngineClient,
+            client: JavaContextEngineClient,
             retryPolicy: RetryPolicy = RetryPolicy.DEFAULT,
-        ): ContextEngine = ContextEngine(client, owns = false, retryPolicy = retryPolicy)
+        ): ContextEngineClient =
+            ContextEngineClient(client, owns = false, retryPolicy = retryPolicy)
     }
 
     /** What the client was built for (`host:port`, or the socket). */
@@ -133,9 +140,9 @@ private constructor(
         get() = java.timeout().toKotlinDuration()
 
     /** A view with another default deadline, on the same connection (closing it does nothing). */
-    fun withTimeout(timeout: Duration): ContextEngine {
+    fun withTimeout(timeout: Duration): ContextEngineClient {
         require(timeout.isPositive()) { "the timeout must be positive" }
-        return ContextEngine(
+        return ContextEngineClient(
             java.withTimeout(timeout.toJavaDuration()),
             owns = false,
             retryPolicy = retryPolicy,
@@ -149,7 +156,7 @@ private constructor(
 
     private suspend fun <R> call(
         timeout: Duration?,
-        start: (ContextEngineClient) -> CompletableFuture<R>,
+        start: (JavaContextEngineClient) -> CompletableFuture<R>,
     ): R {
         val client =
             if (timeout == null) java
@@ -686,14 +693,14 @@ private constructor(
         )
 
     /**
-     * A [ContextFollower] of `agentName`'s view of a session ("contents since"): its `build()`
-     * returns the whole contents while only the new ones cross the wire.
+     * A [ContextView] of `agentName`'s view of a session ("contents since"): its `build()` returns
+     * the whole contents while only the new ones cross the wire.
      */
     fun contextView(
         session: SessionRef,
         agentName: String = "",
         model: ModelIdentity? = null,
-    ): ContextFollower =
+    ): ContextView =
         contextView(
             session
                 .buildContext(agentName)
@@ -702,10 +709,8 @@ private constructor(
                 .build()
         )
 
-    /**
-     * A [ContextFollower] of the view `request` describes (its `since` is the follower's to set).
-     */
-    fun contextView(request: BuildContextRequest): ContextFollower = ContextFollower(this, request)
+    /** A [ContextView] of the view `request` describes (its `since` is the view's to set). */
+    fun contextView(request: BuildContextRequest): ContextView = ContextView(this, request)
 
     /** Ends an invocation; true when a compaction was scheduled. */
     suspend fun endInvocation(
@@ -754,15 +759,15 @@ private constructor(
         listContextTools(timeout) { setAppName(appName).setUserId(userId) }
 
     /**
-     * The context tools of `agentName` in a session ([AgentContextTools]); `branch` and
-     * `isolationScope` (null: none) as in the agent's `BuildContext` requests.
+     * The context tools of `agentName` in a session ([ContextTools]); `branch` and `isolationScope`
+     * (null: none) as in the agent's `BuildContext` requests.
      */
     fun contextTools(
         session: SessionRef,
         agentName: String = "",
         branch: String? = null,
         isolationScope: String? = null,
-    ): AgentContextTools = AgentContextTools(this, session, agentName, branch, isolationScope)
+    ): ContextTools = ContextTools(this, session, agentName, branch, isolationScope)
 
     // --- subscriptions ---------------------------------------------------------------------------
 
@@ -786,9 +791,16 @@ private constructor(
                 scope == SubscriptionScope.SUBSCRIPTION_SCOPE_SESSION
         when (scope) {
             SubscriptionScope.SUBSCRIPTION_SCOPE_USER ->
-                Validate.appUser(method, request.appName, request.userId)
-            SubscriptionScope.SUBSCRIPTION_SCOPE_APP -> Validate.app(method, request.appName)
-            else -> Validate.session(method, request.appName, request.userId, request.sessionId)
+                requireFields(method, "app_name" to request.appName, "user_id" to request.userId)
+            SubscriptionScope.SUBSCRIPTION_SCOPE_APP ->
+                requireFields(method, "app_name" to request.appName)
+            else ->
+                requireFields(
+                    method,
+                    "app_name" to request.appName,
+                    "user_id" to request.userId,
+                    "session_id" to request.sessionId,
+                )
         }
         var next = request
         follow(
@@ -837,7 +849,12 @@ private constructor(
         options: FollowOptions = FollowOptions(),
     ): Flow<WatchSessionStateResponse> = flow {
         val method = "SubscriptionService/WatchSessionState"
-        Validate.session(method, request.appName, request.userId, request.sessionId)
+        requireFields(
+            method,
+            "app_name" to request.appName,
+            "user_id" to request.userId,
+            "session_id" to request.sessionId,
+        )
         follow(
             SubscriptionServiceGrpc.getWatchSessionStateMethod(),
             method,
@@ -951,6 +968,28 @@ private constructor(
             if (failures >= options.maxFailures) throw error
             options.onReconnect?.invoke(error, failures)
             delay(retryPolicy.backoffNanos(failures) / 1_000_000)
+        }
+    }
+}
+
+/**
+ * The Java client's first checks of a request (its `Validate`, which this package cannot reach):
+ * each field, in order, must be set, or the call fails before anything is sent with the server's
+ * INVALID_ARGUMENT / MISSING_FIELD and the field in the metadata.
+ */
+private fun requireFields(method: String, vararg fields: Pair<String, String>) {
+    for ((field, value) in fields) {
+        if (value.isEmpty()) {
+            throw ContextEngineException(
+                Status.Code.INVALID_ARGUMENT,
+                "$field is required",
+                "MISSING_FIELD",
+                ContextEngineException.DOMAIN,
+                mapOf("field" to field),
+                method,
+                true,
+                null,
+            )
         }
     }
 }

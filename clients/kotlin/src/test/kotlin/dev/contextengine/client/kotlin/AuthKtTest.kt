@@ -1,5 +1,8 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.RetryPolicy
+import dev.contextengine.client.Sidecar
 import io.grpc.Status
 import java.nio.file.Files
 import java.nio.file.Path
@@ -79,7 +82,7 @@ class AuthKtTest {
 
     @Test
     fun aTokenOverMutualTls() = runBlocking {
-        ContextEngine.connect(
+        ContextEngineClient.connect(
                 sidecar.target,
                 retryPolicy = RetryPolicy.NONE,
                 token = writer,
@@ -95,15 +98,15 @@ class AuthKtTest {
                 assertEquals(Status.Code.PERMISSION_DENIED, denied.code())
                 assertEquals("PERMISSION_DENIED", denied.reason())
             }
-        ContextEngine.connect(sidecar.target, retryPolicy = RetryPolicy.NONE, tls = tls()).use {
-            anonymous ->
-            val refused =
-                assertThrows<ContextEngineException> {
-                    anonymous.createSession(appName = "kt-app", userId = "u")
-                }
-            assertEquals(Status.Code.UNAUTHENTICATED, refused.code())
-            assertEquals("UNAUTHENTICATED", refused.reason())
-        }
+        ContextEngineClient.connect(sidecar.target, retryPolicy = RetryPolicy.NONE, tls = tls())
+            .use { anonymous ->
+                val refused =
+                    assertThrows<ContextEngineException> {
+                        anonymous.createSession(appName = "kt-app", userId = "u")
+                    }
+                assertEquals(Status.Code.UNAUTHENTICATED, refused.code())
+                assertEquals("UNAUTHENTICATED", refused.reason())
+            }
         assertThrows<IllegalArgumentException> { Tls(certificateChain = pki.resolve("client.pem")) }
         assertFalse(sidecar.log().contains(writer))
     }

@@ -1,7 +1,9 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
 import com.google.gson.JsonElement
 import com.google.gson.JsonObject
+import dev.contextengine.client.RequestPart
+import dev.contextengine.client.SessionRef
 import dev.contextengine.v1.BuildContextRequest
 import dev.contextengine.v1.Content
 import dev.contextengine.v1.ModelIdentity
@@ -26,7 +28,7 @@ fun RenderedContext.requestPart(held: List<JsonElement> = emptyList()): JsonObje
  * without the rendering, from a sidecar older than renderings, is `UNIMPLEMENTED`). Add the `model`
  * (and Anthropic's `max_tokens`, tools, ...) and send its `toString()` as the body.
  */
-suspend fun ContextEngine.renderContext(
+suspend fun ContextEngineClient.renderContext(
     request: BuildContextRequest,
     format: RenderFormat,
     timeout: Duration? = null,
@@ -37,7 +39,7 @@ suspend fun ContextEngine.renderContext(
 }
 
 /** [renderContext] of `agentName`'s view of a session, with its system instruction and model. */
-suspend fun ContextEngine.renderContext(
+suspend fun ContextEngineClient.renderContext(
     session: SessionRef,
     format: RenderFormat,
     agentName: String = "",
@@ -48,23 +50,22 @@ suspend fun ContextEngine.renderContext(
     renderContext(viewRequest(session, agentName, systemInstruction, model), format, timeout)
 
 /**
- * A [RenderedFollower] of `agentName`'s view of a session rendered as [format] ("items since"): its
+ * A [RenderedView] of `agentName`'s view of a session rendered as [format] ("items since"): its
  * `build()` returns the whole rendering while only the new items cross the wire.
  */
-fun ContextEngine.renderedView(
+fun ContextEngineClient.renderedView(
     session: SessionRef,
     format: RenderFormat,
     agentName: String = "",
     systemInstruction: Content? = null,
     model: ModelIdentity? = null,
-): RenderedFollower =
-    renderedView(viewRequest(session, agentName, systemInstruction, model), format)
+): RenderedView = renderedView(viewRequest(session, agentName, systemInstruction, model), format)
 
-/** A [RenderedFollower] of the view `request` describes (its `render` is the follower's to set). */
-fun ContextEngine.renderedView(
+/** A [RenderedView] of the view `request` describes (its `render` is the view's to set). */
+fun ContextEngineClient.renderedView(
     request: BuildContextRequest,
     format: RenderFormat,
-): RenderedFollower = RenderedFollower(this, request, format)
+): RenderedView = RenderedView(this, request, format)
 
 private fun viewRequest(
     session: SessionRef,

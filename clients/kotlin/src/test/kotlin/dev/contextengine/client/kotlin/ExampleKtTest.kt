@@ -1,5 +1,7 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.Sidecar
 import dev.contextengine.examples.kotlin.AgentLoop
 import io.grpc.Status
 import java.io.ByteArrayOutputStream

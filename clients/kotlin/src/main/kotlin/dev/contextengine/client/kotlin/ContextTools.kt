@@ -1,5 +1,7 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.ContextTools as JavaContextTools
+import dev.contextengine.client.SessionRef
 import dev.contextengine.v1.CallContextToolResponse
 import dev.contextengine.v1.FunctionCall
 import dev.contextengine.v1.FunctionResponse
@@ -9,28 +11,28 @@ import kotlin.time.Duration
 
 /**
  * The context tools of one agent in one session, as `suspend` calls: made by
- * [ContextEngine.contextTools]. The engine declares and runs the seven tools, so this only carries
- * the session and the agent: [declarations] gives the tools in a provider's shape, [answer] runs a
- * google-genai style [FunctionCall] and returns the [FunctionResponse] to append, [run] runs a call
- * an OpenAI or Anthropic model made (its name and JSON arguments) and returns the result to send
- * back. Append the call before it runs and its answer after ([ContextTools.callEvent],
- * [ContextTools.answerEvent]): the engine records the answer's edit when it is appended. The app's
- * (or the session's) `ContextToolsConfig.enabled` must be set.
+ * [ContextEngineClient.contextTools]. The engine declares and runs the seven tools, so this only
+ * carries the session and the agent: [declarations] gives the tools in a provider's shape, [answer]
+ * runs a google-genai style [FunctionCall] and returns the [FunctionResponse] to append, [run] runs
+ * a call an OpenAI or Anthropic model made (its name and JSON arguments) and returns the result to
+ * send back. Append the call before it runs and its answer after ([JavaContextTools.callEvent],
+ * [JavaContextTools.answerEvent]): the engine records the answer's edit when it is appended. The
+ * app's (or the session's) `ContextToolsConfig.enabled` must be set.
  *
  * ```kotlin
  * val tools = ce.contextTools(session.ref, agentName = "assistant")
- * val declared = tools.declarations(ContextTools.Format.ANTHROPIC)
+ * val declared = tools.declarations(JavaContextTools.Format.ANTHROPIC)
  * val result = tools.run("context_hide", mapOf("first" to 2, "last" to 3), callId = "toolu_1", invocationId = "inv-2")
  * ```
  *
- * It is the Java client's [ContextTools] ([java]) under the Kotlin client's rules: one deadline per
- * call (the client's, or `timeout`), cancelling the coroutine cancels the RPC; `CallContextTool` is
- * never retried (a call may append a summary), `ListContextTools` is. The declarations are read
- * once and kept (they are the same for every app).
+ * It is the Java client's [JavaContextTools] ([java]) under the Kotlin client's rules: one deadline
+ * per call (the client's, or `timeout`), cancelling the coroutine cancels the RPC;
+ * `CallContextTool` is never retried (a call may append a summary), `ListContextTools` is. The
+ * declarations are read once and kept (they are the same for every app).
  */
-class AgentContextTools
+class ContextTools
 internal constructor(
-    private val ce: ContextEngine,
+    private val ce: ContextEngineClient,
     /** The session. */
     val session: SessionRef,
     /** The agent whose context the tools look at and edit. */
@@ -42,15 +44,15 @@ internal constructor(
 ) {
     companion object {
         /** The context tools' names. */
-        val NAMES: Set<String> = ContextTools.NAMES
+        val NAMES: Set<String> = JavaContextTools.NAMES
 
         /** Whether `name` is a context tool's. */
-        fun handles(name: String): Boolean = ContextTools.handles(name)
+        fun handles(name: String): Boolean = JavaContextTools.handles(name)
     }
 
     /** The Java helper underneath: the same session and agent, blocking and future calls. */
-    val java: ContextTools =
-        ContextTools(
+    val java: JavaContextTools =
+        JavaContextTools(
             ce.java,
             session.appName(),
             session.userId(),
@@ -67,7 +69,7 @@ internal constructor(
      * default).
      */
     suspend fun declarations(
-        format: ContextTools.Format = ContextTools.Format.GENAI,
+        format: JavaContextTools.Format = JavaContextTools.Format.GENAI,
         timeout: Duration? = null,
     ): List<Map<String, Any?>> {
         val known =
@@ -75,7 +77,7 @@ internal constructor(
                 ?: ce.listContextTools(session.appName(), session.userId(), timeout).also {
                     listed.compareAndSet(null, it)
                 }
-        return ContextTools.declarations(known, format)
+        return JavaContextTools.declarations(known, format)
     }
 
     /**
@@ -108,8 +110,8 @@ internal constructor(
         invocationId: String = "",
         timeout: Duration? = null,
     ): Map<String, Any?> =
-        ContextTools.json(
-            answer(ContextTools.functionCall(name, arguments, callId), invocationId, timeout)
+        JavaContextTools.json(
+            answer(JavaContextTools.functionCall(name, arguments, callId), invocationId, timeout)
                 .response
         )
 
@@ -121,10 +123,10 @@ internal constructor(
         invocationId: String = "",
         timeout: Duration? = null,
     ): Map<String, Any?> =
-        ContextTools.json(
-            answer(ContextTools.functionCall(name, arguments, callId), invocationId, timeout)
+        JavaContextTools.json(
+            answer(JavaContextTools.functionCall(name, arguments, callId), invocationId, timeout)
                 .response
         )
 
-    override fun toString(): String = "AgentContextTools($session, agent $agentName)"
+    override fun toString(): String = "ContextTools($session, agent $agentName)"
 }

@@ -1,6 +1,13 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
 import com.google.gson.JsonParser
+import dev.contextengine.client.Answers
+import dev.contextengine.client.CancelWatch
+import dev.contextengine.client.ContextEngineException
+import dev.contextengine.client.ExampleRun
+import dev.contextengine.client.FakeProviders
+import dev.contextengine.client.SessionRef
+import dev.contextengine.client.Sidecar
 import dev.contextengine.v1.BuildContextResponse
 import dev.contextengine.v1.Content
 import dev.contextengine.v1.Part
@@ -22,7 +29,7 @@ import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
 
 /**
- * Renderings through the suspend API against a real sidecar (renderContext, RenderedFollower,
+ * Renderings through the suspend API against a real sidecar (renderContext, RenderedView,
  * requestPart), and examples/Renderings.kt against it and the fake providers, a process that
  * answers 400 for a body the OpenAI or Anthropic SDK types refuse.
  */
@@ -39,7 +46,7 @@ class RenderingsKtTest {
 
     @AfterAll fun stop() = fake.close()
 
-    private suspend fun asked(ce: ContextEngine): SessionRef {
+    private suspend fun asked(ce: ContextEngineClient): SessionRef {
         val session = ce.createSession(appName = Sidecar.uniqueApp("kotlin-render"), userId = "u")
         ce.appendEvent(session.ref, said("user", "i1", "Which museums open on Monday?"))
         return session.ref
@@ -47,7 +54,7 @@ class RenderingsKtTest {
 
     /** A fresh full rendering, through buildContext. */
     private suspend fun full(
-        ce: ContextEngine,
+        ce: ContextEngineClient,
         ref: SessionRef,
         format: RenderFormat,
     ): BuildContextResponse = ce.buildContext {
@@ -58,7 +65,7 @@ class RenderingsKtTest {
 
     @Test
     fun renderContextGivesEachProvidersRequestPart() = runBlocking {
-        ContextEngine.connect(Sidecar.shared()).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared()).use { ce ->
             val ref = asked(ce)
             for (format in
                 listOf(
@@ -104,12 +111,12 @@ class RenderingsKtTest {
     }
 
     @Test
-    fun aFollowerSendsOnlyTheNewItemsAndReassemblesThem() = runBlocking {
+    fun aViewSendsOnlyTheNewItemsAndReassemblesThem() = runBlocking {
         val sent = CopyOnWriteArrayList<Pair<Int, Int>>()
         val spy = Answers { answer ->
             answer.also { sent.add(it.rendered.baseItemsCount to it.rendered.itemsCount) }
         }
-        ContextEngine.connect(Sidecar.shared(), interceptors = listOf(spy)).use { ce ->
+        ContextEngineClient.connect(Sidecar.shared(), interceptors = listOf(spy)).use { ce ->
             val format = RenderFormat.RENDER_FORMAT_ANTHROPIC_MESSAGES
             val ref = asked(ce)
             val view =
@@ -140,7 +147,7 @@ class RenderingsKtTest {
     fun cancellingTheCoroutineCancelsTheRendering() = runBlocking {
         val watch = CancelWatch()
         Sidecar.Silent().use { silent ->
-            ContextEngine.connect(silent.target(), interceptors = listOf(watch)).use { ce ->
+            ContextEngineClient.connect(silent.target(), interceptors = listOf(watch)).use { ce ->
                 val ref = sessionRef("a", "u", "s")
                 assertNull(
                     withTimeoutOrNull(200.milliseconds) {

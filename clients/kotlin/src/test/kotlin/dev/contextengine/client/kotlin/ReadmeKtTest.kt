@@ -1,5 +1,8 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
+import dev.contextengine.client.ExampleRun
+import dev.contextengine.client.Guide
+import dev.contextengine.client.Sidecar
 import java.nio.file.Path
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue

@@ -1,6 +1,7 @@
-package dev.contextengine.client
+package dev.contextengine.client.kotlin
 
 import com.google.gson.JsonParser
+import dev.contextengine.client.Sidecar
 import io.opentelemetry.api.trace.Span
 import io.opentelemetry.api.trace.SpanContext
 import io.opentelemetry.api.trace.TraceFlags
@@ -49,7 +50,7 @@ class TracingKtTest {
         HexFormat.of().formatHex(ByteArray(bytes).also(random::nextBytes))
 
     /** Creates a session of a new app under a sampled span of [traceId]; the app's name. */
-    private fun createUnderSpan(client: ContextEngine, traceId: String): String {
+    private fun createUnderSpan(client: ContextEngineClient, traceId: String): String {
         val app = "kt-trace-${UUID.randomUUID()}"
         val parent =
             SpanContext.create(traceId, hex(8), TraceFlags.getSampled(), TraceState.getDefault())
@@ -80,7 +81,7 @@ class TracingKtTest {
 
     @Test
     fun `the sidecar's RPC span joins the current span's trace`() {
-        ContextEngine.connect(sidecar.target).use { client ->
+        ContextEngineClient.connect(sidecar.target).use { client ->
             val traceId = hex(16)
             assertEquals(traceId, loggedTraceId(createUnderSpan(client, traceId)))
         }
@@ -88,7 +89,7 @@ class TracingKtTest {
 
     @Test
     fun `nothing is sent with traceContext = false`() {
-        ContextEngine.connect(sidecar.target, traceContext = false).use { client ->
+        ContextEngineClient.connect(sidecar.target, traceContext = false).use { client ->
             val traceId = hex(16)
             val logged = loggedTraceId(createUnderSpan(client, traceId))
             assertEquals(32, logged.length, "the sidecar traces the RPC on its own: $logged")
