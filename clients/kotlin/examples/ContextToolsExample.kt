@@ -1,6 +1,6 @@
 package dev.contextengine.examples.kotlin
 
-import dev.contextengine.client.ContextTools as JavaContextTools
+import dev.contextengine.client.ContextTools.Format
 import dev.contextengine.client.kotlin.*
 import dev.contextengine.v1.AppConfig
 import dev.contextengine.v1.ContextToolsConfig
@@ -25,16 +25,16 @@ object ContextToolsExample {
                         "row $it: water level at station $it measured twice;"
                     }
                 val fetch =
-                    JavaContextTools.functionCall(
+                    ContextTools.functionCall(
                         "fetch_report",
                         mapOf("topic" to "tides"),
                         "call-1",
                     )
                 ce.appendEvent(session.ref, said("user", "inv-1", "Read the tides report."))
-                ce.appendEvent(session.ref, JavaContextTools.callEvent("assistant", "inv-1", fetch))
+                ce.appendEvent(session.ref, ContextTools.callEvent("assistant", "inv-1", fetch))
                 ce.appendEvent(
                     session.ref,
-                    JavaContextTools.answerEvent(
+                    ContextTools.answerEvent(
                         "assistant",
                         "inv-1",
                         FunctionResponse.newBuilder()
@@ -56,19 +56,19 @@ object ContextToolsExample {
                 }
                 // One agent in one session.
                 val tools = ce.contextTools(session.ref, agentName = "assistant")
-                println(tools.declarations(JavaContextTools.Format.ANTHROPIC).size) // 7
+                println(tools.declarations(Format.ANTHROPIC).size) // 7
 
                 // The model's tool_use block: append the call, let the engine run it, append
                 // the answer.
                 val hide =
-                    JavaContextTools.functionCall(
+                    ContextTools.functionCall(
                         "context_hide",
                         mapOf("first" to 2, "last" to 3, "stub" to "The tides report."),
                         "toolu_2",
                     )
-                ce.appendEvent(session.ref, JavaContextTools.callEvent("assistant", "inv-2", hide))
+                ce.appendEvent(session.ref, ContextTools.callEvent("assistant", "inv-2", hide))
                 val answer = tools.answer(hide, invocationId = "inv-2")
-                val answerEvent = JavaContextTools.answerEvent("assistant", "inv-2", answer)
+                val answerEvent = ContextTools.answerEvent("assistant", "inv-2", answer)
                 val recorded = ce.appendEvent(session.ref, answerEvent).event
                 println("${answer.response.toMap()["ok"]} ${recorded.contextEditsCount}") // true 1
 

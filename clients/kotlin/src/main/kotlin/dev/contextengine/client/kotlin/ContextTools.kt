@@ -3,6 +3,7 @@ package dev.contextengine.client.kotlin
 import dev.contextengine.client.ContextTools as JavaContextTools
 import dev.contextengine.client.SessionRef
 import dev.contextengine.v1.CallContextToolResponse
+import dev.contextengine.v1.Event
 import dev.contextengine.v1.FunctionCall
 import dev.contextengine.v1.FunctionResponse
 import dev.contextengine.v1.ListContextToolsResponse
@@ -15,13 +16,13 @@ import kotlin.time.Duration
  * carries the session and the agent: [declarations] gives the tools in a provider's shape, [answer]
  * runs a google-genai style [FunctionCall] and returns the [FunctionResponse] to append, [run] runs
  * a call an OpenAI or Anthropic model made (its name and JSON arguments) and returns the result to
- * send back. Append the call before it runs and its answer after ([JavaContextTools.callEvent],
- * [JavaContextTools.answerEvent]): the engine records the answer's edit when it is appended. The
- * app's (or the session's) `ContextToolsConfig.enabled` must be set.
+ * send back. Append the call before it runs and its answer after ([callEvent], [answerEvent]): the
+ * engine records the answer's edit when it is appended. The app's (or the session's)
+ * `ContextToolsConfig.enabled` must be set.
  *
  * ```kotlin
  * val tools = ce.contextTools(session.ref, agentName = "assistant")
- * val declared = tools.declarations(JavaContextTools.Format.ANTHROPIC)
+ * val declared = tools.declarations(Format.ANTHROPIC) // dev.contextengine.client.ContextTools.Format
  * val result = tools.run("context_hide", mapOf("first" to 2, "last" to 3), callId = "toolu_1", invocationId = "inv-2")
  * ```
  *
@@ -48,6 +49,22 @@ internal constructor(
 
         /** Whether `name` is a context tool's. */
         fun handles(name: String): Boolean = JavaContextTools.handles(name)
+
+        /** A google-genai style call of `name` with `arguments` (JSON values), id `callId`. */
+        fun functionCall(name: String, arguments: Map<String, *>, callId: String): FunctionCall =
+            JavaContextTools.functionCall(name, arguments, callId)
+
+        /** A call whose arguments are a JSON object's text (as OpenAI models send them). */
+        fun functionCall(name: String, argumentsJson: String, callId: String): FunctionCall =
+            JavaContextTools.functionCall(name, argumentsJson, callId)
+
+        /** The model's event that makes `call` (append it before the call runs). */
+        fun callEvent(author: String, invocationId: String, call: FunctionCall): Event =
+            JavaContextTools.callEvent(author, invocationId, call)
+
+        /** The event that answers a call with `response` (append it after the call ran). */
+        fun answerEvent(author: String, invocationId: String, response: FunctionResponse): Event =
+            JavaContextTools.answerEvent(author, invocationId, response)
     }
 
     /** The Java helper underneath: the same session and agent, blocking and future calls. */

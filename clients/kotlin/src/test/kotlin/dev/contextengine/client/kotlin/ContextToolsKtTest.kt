@@ -1,7 +1,7 @@
 package dev.contextengine.client.kotlin
 
 import dev.contextengine.client.ContextEngineException
-import dev.contextengine.client.ContextTools as JavaContextTools
+import dev.contextengine.client.ContextTools.Format
 import dev.contextengine.client.Sidecar
 import dev.contextengine.v1.AppConfig
 import dev.contextengine.v1.ContextToolsConfig
@@ -41,13 +41,13 @@ class ContextToolsKtTest {
             (0 until 40).joinToString(" ") {
                 "row$it: water level ${it * 7 % 31} cm at station S$it measured twice;"
             }
-        val fetch = JavaContextTools.functionCall("fetch", mapOf("topic" to "tides"), "c1")
+        val fetch = ContextTools.functionCall("fetch", mapOf("topic" to "tides"), "c1")
         ce.appendEvents(
             session.ref,
             listOf(
                 said("user", "i1", "Find the tide tables."),
-                JavaContextTools.callEvent("agent", "i1", fetch),
-                JavaContextTools.answerEvent(
+                ContextTools.callEvent("agent", "i1", fetch),
+                ContextTools.answerEvent(
                     "agent",
                     "i1",
                     FunctionResponse.newBuilder()
@@ -87,15 +87,13 @@ class ContextToolsKtTest {
             assertEquals(ContextTools.NAMES, names.toSet())
             assertEquals(
                 "function",
-                tools.declarations(JavaContextTools.Format.OPENAI_CHAT)[0]["type"],
+                tools.declarations(Format.OPENAI_CHAT)[0]["type"],
             )
             assertEquals(
                 "context_pin",
-                tools.declarations(JavaContextTools.Format.OPENAI_RESPONSES)[1]["name"],
+                tools.declarations(Format.OPENAI_RESPONSES)[1]["name"],
             )
-            assertTrue(
-                tools.declarations(JavaContextTools.Format.ANTHROPIC)[2].containsKey("input_schema")
-            )
+            assertTrue(tools.declarations(Format.ANTHROPIC)[2].containsKey("input_schema"))
             assertEquals(1, attempts.of("ListContextTools"), "read once, then kept")
             assertTrue(ContextTools.handles("context_search"))
             assertFalse(ContextTools.handles("search"))
@@ -109,18 +107,17 @@ class ContextToolsKtTest {
             bulkyTurn(ce, session)
             val tools = ce.contextTools(session.ref, agentName = "agent")
             val hide =
-                JavaContextTools.functionCall(
+                ContextTools.functionCall(
                     "context_hide",
                     """{"first": 2, "last": 3, "stub": "The tide tables."}""",
                     "c2",
                 )
-            ce.appendEvent(session.ref, JavaContextTools.callEvent("agent", "i2", hide))
+            ce.appendEvent(session.ref, ContextTools.callEvent("agent", "i2", hide))
             val answer = tools.answer(hide, invocationId = "i2")
             assertEquals("c2", answer.id)
             assertEquals(true, answer.response.toMap()["ok"])
             val recorded =
-                ce.appendEvent(session.ref, JavaContextTools.answerEvent("agent", "i2", answer))
-                    .event
+                ce.appendEvent(session.ref, ContextTools.answerEvent("agent", "i2", answer)).event
             assertEquals(7, recorded.sequence)
             assertEquals("The tide tables.", recorded.getContextEdits(0).hide.stub)
             assertEquals(2, recorded.getContextEdits(0).hide.range.first)
@@ -174,7 +171,7 @@ class ContextToolsKtTest {
                 )
             val refused =
                 tools.call(
-                    JavaContextTools.functionCall(
+                    ContextTools.functionCall(
                         "context_hide",
                         mapOf("first" to 2, "last" to 2),
                         "c2",
