@@ -7,8 +7,6 @@ concurrent builds of one view take turns, the caller's request is left alone."""
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -20,9 +18,8 @@ from contextengine.client import (
     context_request,
     request_part,
 )
-from contextengine.testing import start_local_server
 from contextengine.v1 import content_pb2, context_service_pb2 as cpb, event_pb2
-from tests.engine.test_since import seeded_events
+from tests.client.helpers import Recorder, grown
 from tests.service.helpers import text_event
 
 APP = "app"
@@ -34,34 +31,6 @@ FORMATS = [
 ]
 
 pytestmark = [pytest.mark.service, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
-
-
-class Recorder:
-    """BuildContext through the client, keeping a copy of every request and raw answer."""
-
-    def __init__(self, client: ContextEngineClient) -> None:
-        self.client = client
-        self.requests: list[cpb.BuildContextRequest] = []
-        self.answers: list[cpb.BuildContextResponse] = []
-
-    async def __call__(self, request: cpb.BuildContextRequest) -> cpb.BuildContextResponse:
-        sent = cpb.BuildContextRequest()
-        sent.CopyFrom(request)
-        self.requests.append(sent)
-        answer = await self.client.send_build_context(request)
-        copy = cpb.BuildContextResponse()
-        copy.CopyFrom(answer)
-        self.answers.append(copy)
-        return answer
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[ContextEngineClient]:
-    async with (
-        start_local_server() as server,
-        ContextEngineClient(server.target, attempts=1) as opened,
-    ):
-        yield opened
 
 
 async def _full(
@@ -159,7 +128,6 @@ async def test_generated_sessions_answer_what_a_full_render_answers(
     format: cpb.RenderFormat.ValueType, seed: int, client: ContextEngineClient
 ) -> None:
     recorder = Recorder(client)
-    events = seeded_events(seed, 30)
     session = await client.create_session(APP, "u", "s")
     views = {
         agent: RenderedView(
@@ -173,12 +141,7 @@ async def test_generated_sessions_answer_what_a_full_render_answers(
         )
         for agent in ("agent", "other")
     }
-    rng = random.Random(seed)
-    position = 0
-    while position < len(events):
-        step = rng.choice([1, 1, 2])
-        await client.append_events(APP, "u", session.id, events[position : position + step])
-        position += step
+    async for _ in grown(client, APP, session.id, seed):
         for agent, view in views.items():
             _same(await view.build(), await _full(client, session.id, format, agent))
     assert any(answer.rendered.base_items_count > 0 for answer in recorder.answers)

@@ -67,16 +67,14 @@ class RenderedView(SinceView):
     def __init__(
         self,
         send: SendBuildContext,
-        app_name: str = "",
-        user_id: str = "",
-        session_id: str = "",
-        *,
+        *address: str,
         format: cpb.RenderFormat.ValueType,
         **options: Any,
     ) -> None:
+        """``address``: the app, the user and the session, as :class:`ContextView`'s."""
         if format not in _FORMATS:
             raise ValueError(f"a rendering needs a format, not {format}")
-        super().__init__(send, app_name, user_id, session_id, **options)
+        super().__init__(send, *address, **options)
         self.format = format
 
     def _ask(self, request: cpb.BuildContextRequest, count: int, digest: str | None) -> None:
