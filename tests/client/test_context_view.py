@@ -7,8 +7,6 @@ leaves the held contents, the caller's request is left alone."""
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -19,38 +17,13 @@ from contextengine.client import (
     ContextViews,
     context_request,
 )
-from contextengine.testing import start_local_server
 from contextengine.v1 import context_service_pb2 as cpb
-from tests.engine.test_since import seeded_events
+from tests.client.helpers import Recorder, grown
 from tests.service.helpers import text_event
 
 APP = "app"
 
 pytestmark = [pytest.mark.service, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
-
-
-class Recorder:
-    """BuildContext through the client, keeping every raw answer."""
-
-    def __init__(self, client: ContextEngineClient) -> None:
-        self.client = client
-        self.answers: list[cpb.BuildContextResponse] = []
-
-    async def __call__(self, request: cpb.BuildContextRequest) -> cpb.BuildContextResponse:
-        answer = await self.client.send_build_context(request)
-        copy = cpb.BuildContextResponse()
-        copy.CopyFrom(answer)
-        self.answers.append(copy)
-        return answer
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[ContextEngineClient]:
-    async with (
-        start_local_server() as server,
-        ContextEngineClient(server.target, attempts=1) as opened,
-    ):
-        yield opened
 
 
 def _same(followed: cpb.BuildContextResponse, full: cpb.BuildContextResponse) -> None:
@@ -66,15 +39,9 @@ async def test_the_views_answer_what_a_full_build_answers(
 ) -> None:
     recorder = Recorder(client)
     views_of = ContextViews(recorder)
-    events = seeded_events(seed, 30)
     session = await client.create_session(APP, "u", "s")
     views: list[tuple[str, str | None]] = [("agent", None), ("other", None), ("agent", "root")]
-    rng = random.Random(seed)
-    position = 0
-    while position < len(events):
-        step = rng.choice([1, 1, 2])
-        await client.append_events(APP, "u", session.id, events[position : position + step])
-        position += step
+    async for _ in grown(client, APP, session.id, seed):
         for agent, branch in views:
             followed = await views_of.build(
                 context_request(APP, "u", session.id, agent_name=agent, branch=branch)

@@ -25,18 +25,20 @@ pytestmark = pytest.mark.process
 
 EXAMPLES = ROOT / "examples" / "python"
 
-#: page -> the script its Python block shows
+#: page -> the scripts its Python blocks show, in order
 SCRIPTS = {
-    "clients/python/README.md": "quickstart.py",
-    "docs/guide/context.md": "context.py",
-    "docs/guide/subscriptions.md": "subscriptions.py",
-    "docs/guide/compaction.md": "compaction.py",
-    "docs/guide/prompt-caching.md": "prompt_caching.py",
-    "docs/guide/renderings.md": "renderings.py",
-    "docs/guide/context-tools.md": "context_tools.py",
-    "docs/guide/memory.md": "memory.py",
-    "docs/guide/in-process.md": "in_process.py",
+    "clients/python/README.md": ("quickstart.py", "rendered_view.py"),
+    "docs/guide/context.md": ("context.py",),
+    "docs/guide/subscriptions.md": ("subscriptions.py",),
+    "docs/guide/compaction.md": ("compaction.py",),
+    "docs/guide/prompt-caching.md": ("prompt_caching.py",),
+    "docs/guide/renderings.md": ("renderings.py",),
+    "docs/guide/context-tools.md": ("context_tools.py",),
+    "docs/guide/memory.md": ("memory.py",),
+    "docs/guide/in-process.md": ("in_process.py",),
 }
+#: every script, in the pages' order
+ALL_SCRIPTS = [script for scripts in SCRIPTS.values() for script in scripts]
 #: where a page's part of a script starts
 SHOWN_FROM = "import asyncio\n"
 
@@ -44,17 +46,19 @@ SHOWN_FROM = "import asyncio\n"
 def test_every_python_block_is_an_example_script() -> None:
     with_python = {str(page.relative_to(ROOT)) for page in pages() if blocks(page, "python")}
     assert with_python == set(SCRIPTS), "a page with a Python block needs its examples/ script"
-    for page, script in SCRIPTS.items():
-        source = (EXAMPLES / script).read_text()
-        assert SHOWN_FROM in source, script
-        [block] = blocks(page, "python")
-        assert block == source[source.index(SHOWN_FROM) :], (
-            f"the Python block of {page} differs from examples/python/{script}"
-        )
+    for page, scripts in SCRIPTS.items():
+        shown = blocks(page, "python")
+        assert len(shown) == len(scripts), f"{page}: one Python block for each of {scripts}"
+        for block, script in zip(shown, scripts, strict=True):
+            source = (EXAMPLES / script).read_text()
+            assert SHOWN_FROM in source, script
+            assert block == source[source.index(SHOWN_FROM) :], (
+                f"a Python block of {page} differs from examples/python/{script}"
+            )
 
 
 def test_every_example_script_is_on_a_page() -> None:
-    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(SCRIPTS.values())
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(ALL_SCRIPTS)
 
 
 def _run(script: str, target: str, fake: FakeProviders) -> subprocess.CompletedProcess[str]:
@@ -87,12 +91,13 @@ async def test_the_examples_run_twice_against_one_sidecar(tmp_path: Path) -> Non
         "/v1/responses",
         "/v1/messages",
     }
-    assert len(fake.requests) == 6
+    # renderings.py sends one request a format, rendered_view.py two to Anthropic, each run
+    assert len(fake.requests) == 2 * (3 + 2)
 
 
 async def _run_twice(sidecar: Sidecar, fake: FakeProviders) -> None:
     for round_ in (1, 2):
-        for script in SCRIPTS.values():
+        for script in ALL_SCRIPTS:
             done = await asyncio.to_thread(_run, script, sidecar.target, fake)
             assert done.returncode == 0, (
                 f"examples/python/{script}, run {round_}, exited {done.returncode}:\n"

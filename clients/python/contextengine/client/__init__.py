@@ -15,6 +15,7 @@ from contextengine.client._context_tools import CONTEXT_TOOL_NAMES, ContextTools
 from contextengine.client._context_view import ContextView, ContextViews
 from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
+from contextengine.client._rendered_view import RenderedView
 from contextengine.client._rpc_errors import ContextEngineError
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "ContextTools",
     "ContextView",
     "ContextViews",
+    "RenderedView",
     "context_request",
     "json_number",
     "request_part",

@@ -35,6 +35,7 @@ from contextengine.client._context_tools import ContextTools
 from contextengine.client._context_view import ContextView
 from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
+from contextengine.client._rendered_view import RenderedView
 from contextengine.client._resumable import FollowPolicy, follow
 from contextengine.client._retries import is_retryable
 from contextengine.client._rpc_errors import ContextEngineError, to_rpc_error
@@ -449,7 +450,8 @@ class ContextEngineClient:
         many held ones come first (0: all are in ``contents``); :meth:`context_view` holds
         and reassembles them. ``render`` asks for the context as another provider's request
         part instead of ``contents`` (``rendered``; :meth:`render_context` gives it as the
-        provider's own request part)."""
+        provider's own request part; :meth:`rendered_view` keeps the items and sends
+        ``render.since``)."""
         request = context_request(
             app_name,
             user_id,
@@ -508,6 +510,23 @@ class ContextEngineClient:
         of its last answer and returns the whole contents, while only the new ones cross the
         wire."""
         return ContextView(self.send_build_context, app_name, user_id, session_id, **options)
+
+    def rendered_view(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        format: cpb.RenderFormat.ValueType,
+        **options: Any,
+    ) -> RenderedView:
+        """A :class:`RenderedView` of the session, the agent and the view options
+        (:meth:`build_context`'s ``options``, without ``render``) rendered as ``format``: its
+        ``build()`` sends ``render.since`` with the items of its last rendering and returns the
+        whole rendering (``request_part(answer.rendered)`` is the provider's request part),
+        while only the new items cross the wire."""
+        return RenderedView(
+            self.send_build_context, app_name, user_id, session_id, format=format, **options
+        )
 
     # Memory --------------------------------------------------------------------------------
 

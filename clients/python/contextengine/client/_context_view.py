@@ -14,7 +14,9 @@ extended in place by its next build: read it (or copy it with ``CopyFrom``) befo
 never modify it. The answers ``send`` returns are left as they are (a full one is copied, a
 delta's contents are appended). The held contents are correct whatever happens on the server (a
 rewind, a compaction, another sidecar, a restart): when they are no longer the first contents,
-the answer is a full one. A build that fails leaves what is held as it was.
+the answer is a full one. A build that fails leaves what is held as it was; builds of one view
+take turns. The holding, the turns and the reassembly are :class:`SinceView`'s, shared with
+:class:`RenderedView` ("items since" for renderings).
 
 Make one view per (session, agent and view options). :class:`ContextViews` (the ADK plugin's)
 keeps a view per request's view, for the last ``max_views`` of them.
@@ -22,113 +24,48 @@ keeps a view per request's view, for the last ``max_views`` of them.
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from contextengine.client._since_view import SendBuildContext, SinceView
 from contextengine.v1 import content_pb2, context_service_pb2 as cpb
 
 __all__ = ["ContextView", "ContextViews", "SendBuildContext"]
 
-#: BuildContext as a function of the request (``ContextEngineClient.send_build_context``, or an
-#: in-process engine's)
-SendBuildContext = Callable[[cpb.BuildContextRequest], Awaitable[cpb.BuildContextResponse]]
 
-#: the response fields besides the contents (replaced by every answer)
-_OTHER_FIELDS = tuple(
-    f.name for f in cpb.BuildContextResponse.DESCRIPTOR.fields if f.name != "contents"
-)
-
-
-class ContextView:
+class ContextView(SinceView):
     """One agent's view of one session, built with "contents since" (see the module
     documentation). ``send`` is BuildContext itself; the address and ``options``
-    (:meth:`ContextEngineClient.build_context`'s) are what every :meth:`build` sends."""
+    (:meth:`ContextEngineClient.build_context`'s) are what every :meth:`build` sends. ``build``
+    and ``build_request`` return the whole BuildContextResponse, ``digest`` is its
+    ``contents_digest``, ``reset`` forgets it (:class:`SinceView`, shared with
+    :class:`RenderedView`)."""
 
-    def __init__(
-        self,
-        send: SendBuildContext,
-        app_name: str = "",
-        user_id: str = "",
-        session_id: str = "",
-        **options: Any,
-    ) -> None:
-        self._send = send
-        self._address = (app_name, user_id, session_id)
-        self._options = options
-        #: builds take turns, so that each reassembles from the contents its ``since`` named
-        self._lock = asyncio.Lock()
-        self._whole: cpb.BuildContextResponse | None = None
-        #: contents received over the wire / contents answered (reassembled), since creation
-        self.contents_received = 0
-        self.contents_answered = 0
+    _ITEMS = ("contents",)
+    _DIGEST = ("contents_digest",)
+    _BASE = ("base_contents_count",)
 
-    async def build(self, **overrides: Any) -> cpb.BuildContextResponse:
-        """The whole context of this view, as ``ContextEngineClient.build_context`` answers it
-        without ``since``; ``overrides`` (the invocation's ``invocation_id`` and
-        ``user_content``, the prompt-caching fields, ...) go on top of the view's options."""
-        from contextengine.client._client import context_request
-
-        options = {**self._options, **overrides}
-        return await self.build_request(context_request(*self._address, **options))
-
-    async def build_request(self, request: cpb.BuildContextRequest) -> cpb.BuildContextResponse:
-        """The whole context ``request`` asks for (its ``since`` is replaced by what the view
-        holds; ``request`` itself is not changed). Any request may be sent (the sidecar answers
-        in full when the held contents are not the prefix of its answer), but only one view's
-        requests save anything."""
-        asked = cpb.BuildContextRequest()
-        asked.CopyFrom(request)
-        asked.ClearField("since")
-        async with self._lock:
-            held = self._whole
-            if held is not None:
-                asked.since.contents_count = len(held.contents)
-                asked.since.contents_digest = held.contents_digest
-            answer = await self._send(asked)
-            self.contents_received += len(answer.contents)
-            base = answer.base_contents_count
-            if held is not None and 0 < base != len(held.contents):
-                # not an answer to what was held: ask for everything
-                asked.ClearField("since")
-                answer = await self._send(asked)
-                self.contents_received += len(answer.contents)
-                base = 0
-            # The view's own messages: the answers stay as ``send`` gave them.
-            if held is None or base == 0:
-                whole = cpb.BuildContextResponse()
-                whole.CopyFrom(answer)
-            else:
-                whole = held
-                whole.contents.extend(answer.contents)
-                fields: Any = whole  # the names are the message's own (typed as literals)
-                for name in _OTHER_FIELDS:
-                    fields.ClearField(name)
-                rest = cpb.BuildContextResponse()
-                rest.CopyFrom(answer)
-                rest.ClearField("contents")
-                whole.MergeFrom(rest)
-                whole.base_contents_count = 0
-            self._whole = whole
-        self.contents_answered += len(whole.contents)
-        return whole
+    def _ask(self, request: cpb.BuildContextRequest, count: int, digest: str | None) -> None:
+        request.ClearField("since")
+        if digest is not None:
+            request.since.contents_count = count
+            request.since.contents_digest = digest
 
     @property
     def contents(self) -> Sequence[content_pb2.Content]:
         """The whole contents of the last answer (empty before the first build, or after
         :meth:`reset`)."""
-        return () if self._whole is None else self._whole.contents
+        return self._held()
 
     @property
-    def digest(self) -> str:
-        """The last answer's ``contents_digest`` ("" before the first build, or after
-        :meth:`reset`)."""
-        return "" if self._whole is None else self._whole.contents_digest
+    def contents_received(self) -> int:
+        """Contents received over the wire since the view was made."""
+        return self._received
 
-    def reset(self) -> None:
-        """Forgets the last answer: the next build asks for all the contents."""
-        self._whole = None
+    @property
+    def contents_answered(self) -> int:
+        """Contents answered (reassembled) since the view was made."""
+        return self._answered
 
 
 def _view_key(request: cpb.BuildContextRequest) -> bytes:
