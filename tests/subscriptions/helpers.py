@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import grpc
 
 from contextengine.client import ContextEngineError
-from contextengine.client._rpc_errors import to_rpc_error
+from contextengine.client._errors import to_client_error
 from contextengine.core.structs import dict_to_struct
 from contextengine.v1 import content_pb2, event_pb2, subscription_service_pb2 as spb
 
@@ -83,7 +83,7 @@ async def read_to_error(
             while (frame := await call.read()) is not grpc.aio.EOF:
                 frames.append(frame)  # type: ignore[arg-type]
     except grpc.aio.AioRpcError as err:
-        return frames, await to_rpc_error(err)
+        return frames, await to_client_error(err)
     raise AssertionError("the stream ended without an error")
 
 

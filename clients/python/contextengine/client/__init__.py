@@ -13,10 +13,10 @@ from __future__ import annotations
 from contextengine.client._client import ContextEngineClient, context_request
 from contextengine.client._context_tools import CONTEXT_TOOL_NAMES, ContextTools, struct_json
 from contextengine.client._context_view import ContextView, ContextViews
+from contextengine.client._errors import ContextEngineError
 from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
 from contextengine.client._rendered_view import RenderedView
-from contextengine.client._rpc_errors import ContextEngineError
 
 __all__ = [
     "CONTEXT_TOOL_NAMES",

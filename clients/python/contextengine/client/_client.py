@@ -33,12 +33,12 @@ from google.protobuf import struct_pb2
 
 from contextengine.client._context_tools import ContextTools
 from contextengine.client._context_view import ContextView
+from contextengine.client._errors import ContextEngineError, to_client_error
 from contextengine.client._json import json_number
 from contextengine.client._rendered import request_part
 from contextengine.client._rendered_view import RenderedView
 from contextengine.client._resumable import FollowPolicy, follow
 from contextengine.client._retries import is_retryable
-from contextengine.client._rpc_errors import ContextEngineError, to_rpc_error
 from contextengine.client._security import open_channel
 from contextengine.client._timeouts import within
 from contextengine.v1 import (
@@ -174,7 +174,7 @@ class ContextEngineClient:
                 pause = delay * (0.5 + random.random())
                 last = attempt == self.attempts or time.monotonic() + pause >= deadline
                 if err.code() not in retry_on or last:
-                    raise await to_rpc_error(err, self._max_message_bytes) from None
+                    raise await to_client_error(err, self._max_message_bytes) from None
             await asyncio.sleep(pause)
             delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")

@@ -29,7 +29,7 @@ from typing import Any
 
 import grpc
 
-from contextengine.client._rpc_errors import ContextEngineError
+from contextengine.client._errors import ContextEngineError
 from contextengine.client._since_view import SendBuildContext, SinceView
 from contextengine.v1 import context_service_pb2 as cpb
 

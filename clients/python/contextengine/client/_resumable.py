@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
-from contextengine.client._rpc_errors import ContextEngineError, to_rpc_error
+from contextengine.client._errors import ContextEngineError, to_client_error
 from contextengine.client._timeouts import within
 
 T = TypeVar("T")
@@ -72,7 +72,7 @@ async def follow(
                     )
                     break
                 except grpc.aio.AioRpcError as err:
-                    error = await to_rpc_error(err)
+                    error = await to_client_error(err)
                     if not is_resumable(error):
                         raise error from None
                     break

@@ -58,7 +58,7 @@ def transport_too_large(
     return {"request_bytes": str(size), "transport_limit_bytes": str(bound), "refused_by": side}
 
 
-async def to_rpc_error(
+async def to_client_error(
     err: grpc.aio.AioRpcError, receive_limit: int | None = None
 ) -> ContextEngineError:
     """``err`` with the server's ErrorInfo; grpc's own refusal of an oversized request becomes
